@@ -1,0 +1,66 @@
+// What the GPU can do, read once: name, compute capability, memory, copy engines, the
+// host-memory features the chapters rely on, and the PCIe link (through NVML, loaded at run
+// time, so the course links without the driver's libraries).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cml {
+
+struct PcieLink {
+  bool known = false;
+  int gen = 0, width = 0;          // as the link runs now (it may idle at a lower gen)
+  int max_gen = 0, max_width = 0;  // the most the GPU and its slot allow
+  // Theoretical one-direction rate of the fastest link allowed, in GB/s (after encoding).
+  double theoretical_gbps() const;
+};
+
+// Usable GB/s of one PCIe lane of a generation, after line encoding (gen 3 to 5: 128b/130b).
+double pcie_lane_gbps(int gen);
+
+struct DeviceFacts {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t total_bytes = 0, free_bytes = 0;
+  int async_engine_count = 0;         // copy engines: 2+ lets H2D and D2H run together
+  bool can_map_host_memory = false;   // zero-copy mapped memory
+  bool unified_addressing = false;    // one address space: host pointers are device pointers
+  bool managed_memory = false;
+  bool concurrent_managed_access = false;
+  bool pageable_memory_access = false;  // the GPU may read plain malloc memory (HMM/ATS)
+  int memory_bus_bits = 0;
+  int memory_clock_khz = 0;
+  int driver_version = 0, runtime_version = 0;
+  std::string pci_bus_id;
+  PcieLink link;
+
+  int cc() const { return cc_major * 10 + cc_minor; }
+  // Theoretical DRAM bandwidth (double data rate) from the attributes, GB/s.
+  double dram_peak_gbps() const;
+};
+
+// Why CUDA cannot be used here ("no CUDA device: ..."), or nothing when a device is present.
+std::optional<std::string> cuda_unavailable_reason();
+
+// Selects the device and reads its facts. Throws Skip when there is no usable GPU and
+// UsageError when `index` is not a device of this machine.
+DeviceFacts select_device(int index);
+
+// Throws UsageError when `bytes` (named `what`, e.g. "--size=64G") does not fit in the
+// device memory that is free now, keeping `headroom` for the runtime.
+void require_fits_device(std::uint64_t bytes, const DeviceFacts& facts, const std::string& what,
+                         std::uint64_t headroom = 256ull << 20);
+
+// Throws Skip with `why` unless `ok`: a feature this program needs is missing.
+void require_feature(bool ok, const std::string& why);
+
+// A few lines about the device for a program's report.
+std::string describe(const DeviceFacts& facts);
+
+}  // namespace cml

@@ -1,0 +1,53 @@
+// The one timing helper of the course: warm-up, repetitions, median (with min and max).
+// Never time a single run. Variants that are compared are timed interleaved (A B A B ...),
+// so that clock and thermal drift fall on all of them alike.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cml {
+
+struct Stats {
+  double median_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  int reps = 0;
+};
+
+// Median, min and max of samples in milliseconds (an even count takes the mean of the two
+// middle values). Throws std::invalid_argument for no samples.
+Stats summarize(std::vector<double> samples_ms);
+
+// Bytes per second, in GB/s (10^9), for `bytes` moved in `ms` milliseconds.
+double gbps(std::size_t bytes, double ms);
+
+struct TimingOptions {
+  int warmup = 2;   // runs before timing: module load, first-touch and clock ramp stay out
+  int iters = 10;   // timed repetitions
+};
+
+enum class Clock {
+  Events,  // CUDA events recorded on the stream around the work: GPU time of what fn enqueues
+  Host,    // steady_clock around fn and a device synchronise: includes host-side work
+};
+
+using Work = std::function<void(cudaStream_t)>;
+
+// Times each variant `opts.iters` times, interleaved, after `opts.warmup` interleaved rounds.
+// Returns one Stats per variant, in order.
+std::vector<Stats> time_interleaved(const std::vector<Work>& variants, cudaStream_t stream,
+                                    TimingOptions opts = {}, Clock clock = Clock::Events);
+
+// One variant alone.
+Stats time_work(const Work& work, cudaStream_t stream, TimingOptions opts = {},
+                Clock clock = Clock::Events);
+
+// "1.234 ms" / "12.3 us": a time in the unit that reads best.
+std::string format_ms(double ms);
+
+}  // namespace cml
