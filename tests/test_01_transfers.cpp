@@ -247,7 +247,7 @@ TEST_CASE("step 4: a kernel reading the zero-copy buffer sees what the host wrot
   cml::Stream stream;
   CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(unsigned long long), stream));
   ch01::prepare_for_device(buf.z, stream);
-  ch01::launch_sum(static_cast<const std::uint32_t*>(buf.z.device), n, sum.data(), stream);
+  ch01::launch_sum(static_cast<const std::uint32_t*>(buf.z.device), n, 1, sum.data(), stream);
   unsigned long long got = 0;
   CUDA_CHECK(cudaMemcpyAsync(&got, sum.data(), sizeof got, cudaMemcpyDeviceToHost, stream));
   stream.synchronize();
@@ -271,7 +271,7 @@ TEST_CASE("step 4: the kernel reads mapped host memory directly, with no copy", 
   CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(unsigned long long), stream));
   cml::trace::Recorder recorder;
   ch01::prepare_for_device(buf.z, stream);
-  ch01::launch_sum(static_cast<const std::uint32_t*>(buf.z.device), n, sum.data(), stream);
+  ch01::launch_sum(static_cast<const std::uint32_t*>(buf.z.device), n, 1, sum.data(), stream);
   const auto t = recorder.stop();
   CML_REQUIRE_TRACE_OK(t);
   // The kernel's own record proves the trace saw this work: only then is "no copy" evidence.

@@ -72,9 +72,10 @@ void send_one_by_one(const PieceBatch& batch, cudaStream_t stream, bool synchron
 // CUDA's own batching: one cudaMemcpyBatchAsync call for all pieces.
 void send_memcpy_batch(const PieceBatch& batch, cudaStream_t stream);
 
-// Sum of `n` 32-bit words at `words` (device-readable: device or mapped memory) added
-// into *sum, exactly (64-bit integer accumulation). Reads every word once.
-void launch_sum(const std::uint32_t* words, std::size_t n, unsigned long long* sum,
-                cudaStream_t stream);
+// Adds words[0], words[stride], words[2 * stride], ... (below n) into *sum, exactly (64-bit
+// integer accumulation). `words` may be device or mapped host memory. stride 1 reads every
+// word once; a large stride reads a sparse sample, as a lookup into a big table would.
+void launch_sum(const std::uint32_t* words, std::size_t n, std::size_t stride,
+                unsigned long long* sum, cudaStream_t stream);
 
 }  // namespace ch01

@@ -34,11 +34,12 @@ __global__ void unpack_kernel(const std::byte* __restrict__ packed, std::size_t 
 // Each thread adds a grid-stride share of the words; a warp shuffle reduces them and lane
 // 0 adds the warp's total with one atomic. Integer sums are exact in any order.
 __global__ void sum_kernel(const std::uint32_t* __restrict__ words, std::size_t n,
-                           unsigned long long* sum) {
+                           std::size_t stride, unsigned long long* sum) {
   unsigned long long local = 0;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    local += words[i];
+  const std::size_t count = (n + stride - 1) / stride;
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count; i += step)
+    local += words[i * stride];
   for (int offset = 16; offset > 0; offset /= 2) local += __shfl_down_sync(0xffffffffu, local, offset);
   if ((threadIdx.x & 31) == 0) atomicAdd(sum, local);
 }
@@ -61,12 +62,12 @@ void launch_unpack(const std::byte* packed, const PieceBatch& batch, cudaStream_
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_sum(const std::uint32_t* words, std::size_t n, unsigned long long* sum,
-                cudaStream_t stream) {
+void launch_sum(const std::uint32_t* words, std::size_t n, std::size_t stride,
+                unsigned long long* sum, cudaStream_t stream) {
   // Enough blocks to keep every SM busy; more would only add atomics. Over the PCIe bus
   // (zero-copy) many requests in flight are what hides the latency.
   const unsigned blocks = static_cast<unsigned>(sm_count()) * 8;
-  sum_kernel<<<blocks, 256, 0, stream>>>(words, n, sum);
+  sum_kernel<<<blocks, 256, 0, stream>>>(words, n, stride == 0 ? 1 : stride, sum);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -64,3 +64,13 @@ void require_feature(bool ok, const std::string& why);
 std::string describe(const DeviceFacts& facts);
 
 }  // namespace cml
+
+#include "table.hpp"
+
+namespace cml {
+
+// One row naming the device, its link and today's date (UTC), written beside a program's
+// CSV files so every figure says which GPU it was measured on, and when.
+Table device_table(const DeviceFacts& facts);
+
+}  // namespace cml

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <ctime>
 #include <sstream>
 
 namespace cml {
@@ -150,6 +151,19 @@ std::string describe(const DeviceFacts& f) {
   os << "  driver " << f.driver_version / 1000 << "." << (f.driver_version % 1000) / 10
      << ", runtime " << f.runtime_version / 1000 << "." << (f.runtime_version % 1000) / 10 << "\n";
   return os.str();
+}
+
+Table device_table(const DeviceFacts& f) {
+  char date[16] = {};
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(date, sizeof date, "%Y-%m-%d", &utc);
+  Table t("device", {"name", "sm", "sms", "pcie_gen", "pcie_width", "link_gbps", "copy_engines", "driver", "date"});
+  t.row({f.name, std::to_string(f.cc()), std::to_string(f.sm_count), std::to_string(f.link.max_gen),
+         std::to_string(f.link.max_width), fixed(f.link.theoretical_gbps(), 1), std::to_string(f.async_engine_count),
+         std::to_string(f.driver_version), date});
+  return t;
 }
 
 }  // namespace cml
