@@ -208,6 +208,24 @@ bool run_bandwidth(const Settings& s, const cml::DeviceFacts& facts, cudaStream_
   std::printf("\nAt %s (best of every method but pageable; link: %s):\n", format_bytes(max).c_str(),
               link > 0 ? (fixed(link, 1) + " GB/s per direction").c_str() : "unknown");
   summary.emit(s.csv, s.out);
+
+  // Write-combined memory skips the CPU's caches: the host's writes stream out through
+  // write-combining buffers, but its reads are uncached. For buffers the host fills and the
+  // GPU reads, never for data the host reads back.
+  const std::size_t host_bytes = std::min<std::size_t>(max, 64u << 20);
+  std::vector<std::byte> plain(host_bytes, std::byte{5});
+  cml::Table wc("write_combined_host", {"memory", "host writes GB/s", "host reads GB/s"});
+  for (const auto& [name, buffer] : {std::pair<const char*, std::byte*>{"cudaMallocHost", reference.data()},
+                                     std::pair<const char*, std::byte*>{"write-combined", write_combined.data()}}) {
+    std::byte* p = buffer;
+    const auto stats = cml::time_interleaved(
+        {[&, p](cudaStream_t) { std::memcpy(p, plain.data(), host_bytes); },
+         [&, p](cudaStream_t) { std::memcpy(plain.data(), p, host_bytes); }},
+        stream, s.timing, Clock::Host);
+    wc.row({name, fixed(cml::gbps(host_bytes, stats[0].median_ms), 2), fixed(cml::gbps(host_bytes, stats[1].median_ms), 2)});
+  }
+  std::printf("\nThe host's own access to %s of pinned memory:\n", format_bytes(host_bytes).c_str());
+  wc.emit(s.csv, s.out);
   return ok;
 }
 
