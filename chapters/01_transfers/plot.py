@@ -74,7 +74,7 @@ def plot_crossover(folder, label):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("piece size (bytes)")
-    ax.set_ylabel("send_batched speed-up over one async copy per piece")
+    ax.set_ylabel("batched speed-up vs one copy per piece")
     ax.set_title(f"Where batching stops paying: {label}", fontsize=9)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()

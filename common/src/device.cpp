@@ -159,10 +159,10 @@ Table device_table(const DeviceFacts& f) {
   std::tm utc{};
   gmtime_r(&now, &utc);
   std::strftime(date, sizeof date, "%Y-%m-%d", &utc);
-  Table t("device", {"name", "sm", "sms", "pcie_gen", "pcie_width", "link_gbps", "copy_engines", "driver", "date"});
+  Table t("device", {"name", "sm", "sms", "pcie_gen", "pcie_width", "link_gbps", "copy_engines", "cuda_driver", "date"});
   t.row({f.name, std::to_string(f.cc()), std::to_string(f.sm_count), std::to_string(f.link.max_gen),
          std::to_string(f.link.max_width), fixed(f.link.theoretical_gbps(), 1), std::to_string(f.async_engine_count),
-         std::to_string(f.driver_version), date});
+         std::to_string(f.driver_version / 1000) + "." + std::to_string(f.driver_version % 1000 / 10), date});
   return t;
 }
 
