@@ -33,6 +33,10 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Writes `text` to DIR/filename (creating DIR) through a temporary name and a rename, so a
+// reader never sees half a file. Throws std::runtime_error when it cannot.
+void write_file(const std::string& dir, const std::string& filename, const std::string& text);
+
 // A number with a fixed count of decimals ("12.35"); "-" for NaN.
 std::string fixed(double v, int decimals = 2);
 

@@ -63,16 +63,18 @@ void Table::print(std::FILE* out, bool csv) const {
   for (const auto& r : rows_) line(r);
 }
 
-void Table::write_csv(const std::string& dir) const {
+void Table::write_csv(const std::string& dir) const { write_file(dir, name_ + ".csv", csv_text()); }
+
+void write_file(const std::string& dir, const std::string& filename, const std::string& text) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create " + dir + ": " + ec.message());
-  const fs::path final_path = fs::path(dir) / (name_ + ".csv");
-  const fs::path temp_path = fs::path(dir) / ("." + name_ + ".csv.partial");
+  const fs::path final_path = fs::path(dir) / filename;
+  const fs::path temp_path = fs::path(dir) / ("." + filename + ".partial");
   {
     std::ofstream f(temp_path);
-    f << csv_text();
+    f << text;
     if (!f) throw std::runtime_error("cannot write " + temp_path.string());
   }
   fs::rename(temp_path, final_path, ec);

@@ -1,0 +1,275 @@
+// Chapter 02 — overlapping transfers and kernels with streams: the tests of exercise.cu,
+// step by step. Mechanism comes from the CUPTI trace of your pipeline: which streams the
+// work ran on, what memory the copies used, and for what fraction of the run a copy and a
+// kernel were in flight together. Speed is staged against sequential, in this process.
+//
+//   ./lab check 02                        against your exercise.cu
+//   meson test -C build "ch02 solution"   against the solution
+#include "gpu.hpp"
+#include "streams.cuh"
+
+#include "cml/buffers.hpp"
+#include "cml/stream.hpp"
+#include "cml/timing.hpp"
+#include "cml/trace.hpp"
+#include "cml/verify.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+using cml::trace::CopyKind;
+using cml::trace::MemoryKind;
+
+namespace {
+
+struct HostInts {
+  explicit HostInts(std::size_t n) : p(ch02::allocate_host_ints(n)) {}
+  ~HostInts() {
+    try { ch02::free_host_ints(p); } catch (const std::exception& e) { WARN("free_host_ints: " << e.what()); }
+  }
+  HostInts(const HostInts&) = delete;
+  HostInts& operator=(const HostInts&) = delete;
+  int* p;
+};
+
+struct Streams {
+  explicit Streams(int count) : s(ch02::create_streams(count)) {}
+  ~Streams() {
+    try { ch02::destroy_streams(s); } catch (const std::exception& e) { WARN("destroy_streams: " << e.what()); }
+  }
+  Streams(const Streams&) = delete;
+  Streams& operator=(const Streams&) = delete;
+  std::vector<cudaStream_t> s;
+};
+
+// n ints in the learner's pinned buffers, device buffers, and the problem over them.
+struct Setup {
+  Setup(std::size_t n, int cycles) : in(n), out(n), d_in(n), d_out(n) {
+    std::minstd_rand rng(static_cast<unsigned>(n));
+    for (std::size_t i = 0; i < n; ++i) in.p[i] = static_cast<int>(rng());
+    p.host_in = in.p;
+    p.host_out = out.p;
+    p.device_in = d_in.data();
+    p.device_out = d_out.data();
+    p.n = n;
+    p.cycles = cycles;
+  }
+  cml::VerifyResult verify() const {
+    std::vector<int> want(p.n);
+    for (std::size_t i = 0; i < p.n; ++i) want[i] = ch02::expected(p.host_in[i], p.cycles, p.add_value);
+    return cml::compare_exact(p.host_out, want.data(), p.n);
+  }
+  void poison() { std::memset(out.p, 0xA5, p.n * sizeof(int)); }
+  HostInts in, out;
+  cml::DeviceBuffer<int> d_in, d_out;
+  ch02::Problem p;
+};
+
+bool is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  CUDA_CHECK(cudaPointerGetAttributes(&a, p));
+  return a.type == cudaMemoryTypeHost;
+}
+
+// The cycles value at which AddKernel over n ints takes about as long as copying them in.
+int balanced_cycles(Setup& s) {
+  cml::Stream st;
+  const auto copy = cml::time_work([&](cudaStream_t x) {
+    CUDA_CHECK(cudaMemcpyAsync(s.p.device_in, s.p.host_in, s.p.n * sizeof(int), cudaMemcpyHostToDevice, x));
+  }, st, {1, 5});
+  const auto kernel_at = [&](int c) {
+    return cml::time_work([&](cudaStream_t x) { ch02::launch_add(s.p.device_in, s.p.device_out, s.p.n, c, 3, x); },
+                          st, {1, 5}).median_ms;
+  };
+  const double t0 = kernel_at(0), t1 = kernel_at(1024);
+  return t1 > t0 ? std::max(0, static_cast<int>(1024.0 * (copy.median_ms - t0) / (t1 - t0))) : 0;
+}
+
+}  // namespace
+
+// ---- Step 1 ------------------------------------------------------------------------------
+
+TEST_CASE("step 1: the sequential pipeline gives the right result through your buffers", "[ch02][step1][correctness]") {
+  cml::test::device();
+  Setup s(100003, 7);
+  Streams streams(1);
+  s.poison();
+  ch02::run_sequential(s.p, streams.s.front());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const auto r = s.verify();
+  INFO(r.describe());
+  CHECK(r.ok);
+}
+
+TEST_CASE("step 1: create_streams gives distinct non-blocking streams and the buffers are pinned", "[ch02][step1][mechanism]") {
+  cml::test::device();
+  Streams streams(4);
+  REQUIRE(streams.s.size() == 4);
+  std::set<cudaStream_t> distinct(streams.s.begin(), streams.s.end());
+  INFO("create_streams returned the NULL stream or the same stream twice: create each with "
+       "cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) (step 1; ./lab hint 02)");
+  REQUIRE(distinct.size() == 4);
+  REQUIRE(distinct.count(nullptr) == 0);
+  for (cudaStream_t s : streams.s) {
+    unsigned flags = 0;
+    CUDA_CHECK(cudaStreamGetFlags(s, &flags));
+    INFO("a stream is blocking: it waits for the legacy NULL stream; use cudaStreamNonBlocking (step 1)");
+    CHECK((flags & cudaStreamNonBlocking) != 0);
+  }
+  HostInts buf(1000);
+  INFO("allocate_host_ints returned pageable memory: copies from it cannot overlap anything; use cudaMallocHost (step 1)");
+  CHECK(is_pinned(buf.p));
+}
+
+// ---- Step 2 ------------------------------------------------------------------------------
+
+TEST_CASE("step 2: the staged pipeline gives the right result", "[ch02][step2][correctness]") {
+  cml::test::device();
+  Setup s(1 << 20, 16);
+  Streams streams(4);
+  for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
+    s.poison();
+    ch02::run_staged(s.p, streams.s, 8, order);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto r = s.verify();
+    INFO((order == ch02::IssueOrder::Breadth ? "breadth-first: " : "depth-first: ") << r.describe());
+    CHECK(r.ok);
+  }
+}
+
+TEST_CASE("step 2: the staged pipeline overlaps copies with kernels on your streams", "[ch02][step2][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  Setup s(std::size_t{32} << 20, 0);  // 128 MiB each way
+  s.p.cycles = balanced_cycles(s);
+  Streams streams(4);
+  const std::size_t chunks = 16;
+  // Depth-first: breadth-first with fewer streams than chunks serialises by stream order
+  // itself (docs/02_streams.md), which is the plan's business (step 4), not this step's.
+  cml::trace::Recorder recorder;
+  ch02::run_staged(s.p, streams.s, chunks, ch02::IssueOrder::Depth);
+  const auto t = recorder.stop();
+  CML_REQUIRE_TRACE_OK(t);
+  const auto kernels = t.kernels_named("AddKernel");
+  const auto in = t.copies_of(CopyKind::HtoD);
+  const auto out = t.copies_of(CopyKind::DtoH);
+  {
+    INFO("run_staged issued " << kernels.size() << " kernels and " << in.size() << " copies in for " << chunks
+         << " chunks: give every chunk its own copy in, kernel and copy out (step 2; ./lab hint 02)");
+    REQUIRE(kernels.size() >= chunks);
+    REQUIRE(in.size() >= chunks);
+    REQUIRE(out.size() >= chunks);
+  }
+  const std::uint32_t legacy = cml::trace::stream_id_of(cudaStreamLegacy);
+  std::set<std::uint32_t> used;
+  for (const auto& k : kernels) used.insert(k.stream_id);
+  for (const auto& c : t.copies) used.insert(c.stream_id);
+  {
+    INFO("work ran on the legacy NULL stream, which serialises everything: pass streams[c % streams.size()] to "
+         "cudaMemcpyAsync and launch_add (breaker: null-stream)");
+    CHECK(used.count(legacy) == 0);
+    INFO("all work ran on " << used.size() << " stream(s): spread the chunks over the streams you were given");
+    CHECK(used.size() >= 2);
+  }
+  for (const auto& c : in) {
+    INFO("a copy in came from " << cml::trace::to_string(c.src) << " memory: copies from pageable memory cannot overlap "
+         "(breaker: pageable)");
+    CHECK(c.src == MemoryKind::Pinned);
+  }
+  auto copies = t.copy_intervals(CopyKind::HtoD);
+  const auto back = t.copy_intervals(CopyKind::DtoH);
+  copies.insert(copies.end(), back.begin(), back.end());
+  const double together = cml::overlap_fraction(copies, t.kernel_intervals());
+  INFO("a copy and a kernel were in flight together for " << 100 * together << "% of the run; want at least 50%. "
+       "Something waits inside your loop: a cudaMemcpy (not Async), a cudaDeviceSynchronize or cudaStreamSynchronize, "
+       "a cudaFree (breakers: sync-copy, device-sync, free-in-loop)");
+  CHECK(together >= 0.5);
+  if (cml::test::device().async_engine_count >= 2) {
+    const double both = cml::overlap_fraction(t.copy_intervals(CopyKind::HtoD), back);
+    INFO("copies in and out were in flight together for " << 100 * both << "% of the run; this GPU has "
+         << cml::test::device().async_engine_count << " copy engines, so they can overlap: want at least 20%");
+    CHECK(both >= 0.2);
+  }
+}
+
+// ---- Step 3 ------------------------------------------------------------------------------
+
+TEST_CASE("step 3: sizes the chunk count does not divide give the right result", "[ch02][step3][correctness]") {
+  cml::test::device();
+  Streams streams(3);
+  struct Shape { std::size_t n, chunks; };
+  for (const Shape sh : {Shape{8 * 1000 + 5, 8}, Shape{1000003, 7}, Shape{7, 8}, Shape{1, 4}, Shape{255, 256}}) {
+    CAPTURE(sh.n, sh.chunks);
+    Setup s(sh.n, 5);
+    s.poison();
+    ch02::run_staged(s.p, streams.s, sh.chunks, ch02::IssueOrder::Breadth);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto r = s.verify();
+    INFO(r.describe() << " (the last chunk is shorter: step 3)");
+    CHECK(r.ok);
+  }
+}
+
+TEST_CASE("step 3: every element is copied in and out exactly once, and after_chunk runs once per chunk", "[ch02][step3][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  const std::size_t n = 1000003, chunks = 7;
+  Setup s(n, 5);
+  Streams streams(3);
+  std::vector<std::size_t> calls;
+  s.p.after_chunk = [&](std::size_t c, cudaStream_t) { calls.push_back(c); };
+  cml::trace::Recorder recorder;
+  ch02::run_staged(s.p, streams.s, chunks, ch02::IssueOrder::Depth);
+  const auto t = recorder.stop();
+  CML_REQUIRE_TRACE_OK(t);
+  std::uint64_t in = 0, out = 0;
+  for (const auto& c : t.copies_of(CopyKind::HtoD)) in += c.bytes;
+  for (const auto& c : t.copies_of(CopyKind::DtoH)) out += c.bytes;
+  INFO("bytes copied in " << in << ", out " << out << ", want " << n * sizeof(int) << " each (step 3)");
+  CHECK(in == n * sizeof(int));
+  CHECK(out == n * sizeof(int));
+  std::sort(calls.begin(), calls.end());
+  std::vector<std::size_t> want(chunks);
+  for (std::size_t c = 0; c < chunks; ++c) want[c] = c;
+  INFO("after_chunk was called " << calls.size() << " times; call p.after_chunk(c, stream) once per chunk (step 3)");
+  CHECK(calls == want);
+}
+
+// ---- Step 4 ------------------------------------------------------------------------------
+
+TEST_CASE("step 4: your plan makes the staged pipeline at least 1.5x faster than sequential", "[ch02][step4][perf]") {
+  const auto& dev = cml::test::device();
+  if (dev.async_engine_count < 2)
+    CML_SKIP("this GPU has " + std::to_string(dev.async_engine_count) + " copy engine(s); the 1.5x target needs 2");
+  std::size_t n = std::size_t{64} << 20;  // 256 MiB each way, as in the chapter's figures
+  while (4 * n * sizeof(int) + (std::size_t{512} << 20) > dev.free_bytes && n > (std::size_t{1} << 20)) n /= 2;
+  const ch02::Plan plan = ch02::choose_plan(n, dev.async_engine_count);
+  {
+    INFO("choose_plan returned " << plan.streams << " stream(s) and " << plan.chunks << " chunk(s): with one of "
+         "either nothing overlaps (step 4)");
+    REQUIRE(plan.streams >= 2);
+    REQUIRE(plan.chunks >= 2);
+  }
+  Setup s(n, 0);
+  s.p.cycles = balanced_cycles(s);
+  Streams streams(plan.streams);
+  cml::Stream stream;
+  const auto st = cml::time_interleaved({[&](cudaStream_t x) { ch02::run_sequential(s.p, x); },
+                                         [&](cudaStream_t) { ch02::run_staged(s.p, streams.s, plan.chunks, plan.order); }},
+                                        stream, {2, 7}, cml::Clock::Host);
+  const double speedup = st[0].median_ms / st[1].median_ms;
+  INFO("at cycles " << s.p.cycles << " (kernel about as long as a copy): sequential " << cml::format_ms(st[0].median_ms)
+       << ", staged " << cml::format_ms(st[1].median_ms) << " = " << speedup << "x with " << plan.streams << " streams, "
+       << plan.chunks << " chunks; want at least 1.5x (step 4: more chunks shorten the fill and drain)");
+  CHECK(speedup >= 1.5);
+  s.poison();
+  ch02::run_staged(s.p, streams.s, plan.chunks, plan.order);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const auto r = s.verify();
+  INFO(r.describe());
+  CHECK(r.ok);
+}
