@@ -180,6 +180,8 @@ struct Overlap {
 
 Overlap traced(const std::function<void()>& run) {
   cml::trace::Recorder recorder;
+  run();  // a warm-up under the trace: CUPTI holds back the first kernel while it sets up
+  recorder.discard();
   run();
   Overlap o;
   o.trace = recorder.stop();
@@ -310,8 +312,10 @@ bool run_breakers(const Settings& s, Work& work, const ch02::Plan& plan, cudaStr
     const auto r = work.check([&](const ch02::Problem&) { broken.run(); }, broken.problem());
     broken.release();
     ok &= cml::report(r, "staged with breaker " + b.name);
-    const Overlap o = traced([&] { broken.run(); });
-    broken.release();
+    const Overlap o = traced([&] {
+      broken.run();
+      broken.release();
+    });
     if (!s.out.empty()) cml::write_file(s.out, "timeline_" + b.name + ".csv", o.trace.to_csv());
     const auto st = cml::time_interleaved({[&](cudaStream_t x) { ch02::run_sequential(broken.problem(), x); },
                                            [&](cudaStream_t) { broken.run(); }},

@@ -689,6 +689,16 @@ Trace Recorder::stop() {
   return out;
 }
 
+void Recorder::discard() {
+  if (!active_) return;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (g_callbacks_registered && !g_enabled.empty())
+    add_problem(error_, CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.records = Trace{};
+}
+
 // --- Stream ids -----------------------------------------------------------------------
 // Records carry CUPTI's stream id, and cuptiGetStreamIdEx is CUPTI's documented way to get
 // that same id for a handle. (On CUDA 13 an explicit stream's CUPTI id was seen to equal
