@@ -248,17 +248,66 @@ Store& store() {
 }
 
 // CUPTI's records are 8-byte aligned (ACTIVITY_RECORD_ALIGNMENT) and it wants the buffer
-// so too. 8 MiB holds tens of thousands of records: a chapter's run fills few buffers, and
-// one that fills many is still correct, only slower.
-constexpr std::size_t kBufferBytes = std::size_t{8} << 20;
+// so too. 1 MiB holds thousands of records: a chapter's run fills few buffers, and one
+// that fills many is still correct, only slower.
+//
+// CUPTI asks for a buffer on the thread whose API call produced the first record that did
+// not fit, so the cost of a fresh buffer lands inside the traced work. On the H200 machine
+// (a VM) faulting in a fresh 8 MiB buffer held back the first kernel of a traced pipeline
+// by 0.7 to 4 ms. So buffers are faulted in before recording starts (Recorder's
+// constructor fills a pool) and reused, never returned to the OS.
+constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 constexpr std::size_t kBufferAlign = ACTIVITY_RECORD_ALIGNMENT;
+constexpr std::size_t kPooledBuffers = 8;
+
+struct BufferPool {
+  std::mutex mu;
+  std::vector<uint8_t*> free;
+};
+BufferPool& buffer_pool() {
+  static BufferPool* p = new BufferPool;  // leaked for the same reason as the store
+  return *p;
+}
+
+uint8_t* new_faulted_buffer() {
+  auto* b = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  if (b != nullptr) std::memset(b, 0, kBufferBytes);  // touch every page now, not while tracing
+  return b;
+}
+
+void fill_buffer_pool() {
+  BufferPool& p = buffer_pool();
+  std::lock_guard<std::mutex> lock(p.mu);
+  while (p.free.size() < kPooledBuffers) {
+    uint8_t* b = new_faulted_buffer();
+    if (b == nullptr) break;
+    p.free.push_back(b);
+  }
+}
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  uint8_t* b = nullptr;
+  {
+    BufferPool& p = buffer_pool();
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (!p.free.empty()) {
+      b = p.free.back();
+      p.free.pop_back();
+    }
+  }
   // On allocation failure CUPTI gets no buffer and drops records; the dropped count then
   // makes the trace fail, which is the honest outcome.
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
-  *size = *buffer != nullptr ? kBufferBytes : 0;
+  if (b == nullptr) b = new_faulted_buffer();
+  *buffer = b;
+  *size = b != nullptr ? kBufferBytes : 0;
   *max_records = 0;  // as many as fit
+}
+
+void give_back_buffer(uint8_t* b) {
+  if (b == nullptr) return;
+  BufferPool& p = buffer_pool();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.free.push_back(b);
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
@@ -281,7 +330,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       break;
     }
   }
-  std::free(buffer);
+  give_back_buffer(buffer);
   size_t dropped = 0;
   const bool counted = cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS;
 
@@ -591,6 +640,7 @@ Recorder::Recorder(Options opts) : opts_(opts) {
 
     add_problem(error_, register_callbacks());
     if (!error_.empty()) return;  // without callbacks nothing can be delivered
+    fill_buffer_pool();
     std::string err;
     if (opts_.copies) add_problem(err, enable(CUPTI_ACTIVITY_KIND_MEMCPY));
     if (opts_.kernels) add_problem(err, enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
