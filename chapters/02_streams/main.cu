@@ -339,7 +339,6 @@ bool run_breakers(const Settings& s, Work& work, const ch02::Plan& plan, cudaStr
 
 bool run_plan_sweep(const Settings& s, Work& work, const Phases& ph, cudaStream_t stream) {
   std::printf("\n== Streams x chunks x issue order at cycles %d ==\n", work.problem.cycles);
-  cml::Table table = rows_table("plan");
   cml::Table plans("plan_choices", {"streams", "chunks", "issue", "staged ms", "speed-up", "efficiency"});
   double best = 0;
   std::string best_text;
