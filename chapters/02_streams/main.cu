@@ -328,6 +328,7 @@ bool run_breakers(const Settings& s, Work& work, const ch02::Plan& plan, cudaStr
     else if (speedup < 1.15 && o.copy_kernel < 0.1) verdict = "SERIALISED";
     else if (speedup < 1.0) verdict = "slower than sequential: the call itself is slow";
     else if (speedup < 0.9 * unbroken) verdict = "partly serialised";
+    else if (speedup < 0.97 * unbroken) verdict = "still overlaps; the calls cost time";
     table.row({b.name, b.what, fixed(st[1].median_ms, 3), fixed(speedup, 2), o.ok ? fixed(o.copy_kernel, 3) : "-",
                o.ok ? fixed(o.in_out, 3) : "-", b.name == "none" ? "(reference)" : verdict});
   }

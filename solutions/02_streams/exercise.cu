@@ -91,17 +91,19 @@ void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std:
   }
 }
 
-// Step 4. Measured on an H200 (3 copy engines, PCIe gen 5) with 256 MiB each way at the
+// Step 4. Measured on an H200 (3 copy engines, PCIe gen 5), 256 MiB each way at the
 // balanced point (kernel as long as one copy), ./lab run 02 -- --mode=plan:
-//   depth-first: 4 streams x 32 chunks 2.45x, 8 x 32 2.40x, 4 x 16 2.39x, 4 x 128 2.20x;
-//   breadth-first: 2.37x only with a stream per chunk (32 x 32), 1.84x with 4 x 32.
-// More chunks shorten the fill and drain (nothing overlaps the first copy in and the
-// last copy out) until each chunk's fixed cost (launches, copy set-up) takes over;
-// four streams already keep the three engines busy.
+//   depth-first, 32 chunks: 2 streams 1.79x, 4 streams 2.40x, 8 streams 2.49x, 32 2.49x;
+//   depth-first, 8 streams: 8 chunks 2.24x, 32 chunks 2.49x, 128 chunks 2.38x;
+//   breadth-first: 2.49x only with a stream per chunk (32 x 32), 1.92x with 8 x 32.
+// Three stages need at least three chunks in flight, so at least three streams (with two,
+// chunk c + 2 waits in its stream for chunk c's copy out); more chunks shorten the fill and
+// drain (nothing overlaps the first copy in and the last copy out) until each chunk's fixed
+// cost (launches, copy set-up) takes over.
 Plan choose_plan(std::size_t n, [[maybe_unused]] int copy_engines) {
   // Chunks of at least 1 MiB: below that the per-operation cost dominates.
   const std::size_t chunks = std::clamp<std::size_t>(n * sizeof(int) / (std::size_t{1} << 20), 1, 32);
-  return Plan{4, chunks, IssueOrder::Depth};
+  return Plan{8, chunks, IssueOrder::Depth};
 }
 
 }  // namespace ch02
