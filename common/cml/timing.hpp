@@ -43,6 +43,12 @@ using Work = std::function<void(cudaStream_t)>;
 std::vector<Stats> time_interleaved(const std::vector<Work>& variants, cudaStream_t stream,
                                     TimingOptions opts = {}, Clock clock = Clock::Events);
 
+// The same, with prepare[k] run and waited for, untimed, before every run of variant k
+// (e.g. moving managed pages back to the CPU before timing their way to the GPU). An empty
+// Work in `prepare` means nothing to prepare.
+std::vector<Stats> time_interleaved(const std::vector<Work>& prepare, const std::vector<Work>& variants,
+                                    cudaStream_t stream, TimingOptions opts = {}, Clock clock = Clock::Events);
+
 // One variant alone.
 Stats time_work(const Work& work, cudaStream_t stream, TimingOptions opts = {},
                 Clock clock = Clock::Events);

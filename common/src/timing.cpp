@@ -48,14 +48,27 @@ double run_once(const Work& work, cudaStream_t stream, Clock clock, const Event&
 
 std::vector<Stats> time_interleaved(const std::vector<Work>& variants, cudaStream_t stream,
                                     TimingOptions opts, Clock clock) {
+  return time_interleaved({}, variants, stream, opts, clock);
+}
+
+std::vector<Stats> time_interleaved(const std::vector<Work>& prepare, const std::vector<Work>& variants,
+                                    cudaStream_t stream, TimingOptions opts, Clock clock) {
   if (opts.iters < 1) throw std::invalid_argument("time_interleaved: iters must be >= 1");
+  if (!prepare.empty() && prepare.size() != variants.size())
+    throw std::invalid_argument("time_interleaved: one prepare step per variant, or none");
   Event start, stop;
+  const auto once = [&](std::size_t k) {
+    if (!prepare.empty() && prepare[k]) {
+      prepare[k](stream);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    return run_once(variants[k], stream, clock, start, stop);
+  };
   for (int w = 0; w < opts.warmup; ++w)
-    for (const auto& v : variants) run_once(v, stream, clock, start, stop);
+    for (std::size_t k = 0; k < variants.size(); ++k) once(k);
   std::vector<std::vector<double>> samples(variants.size());
   for (int i = 0; i < opts.iters; ++i)
-    for (std::size_t k = 0; k < variants.size(); ++k)
-      samples[k].push_back(run_once(variants[k], stream, clock, start, stop));
+    for (std::size_t k = 0; k < variants.size(); ++k) samples[k].push_back(once(k));
   std::vector<Stats> out;
   for (auto& s : samples) out.push_back(summarize(std::move(s)));
   return out;

@@ -1,0 +1,142 @@
+// See cml/api_trace.hpp. The callback runs on the thread that makes each runtime call, at
+// its entry (CUPTI_API_ENTER), and copies the arguments of the calls we decode from their
+// CUPTI parameter structs; every other call is recorded by name only.
+#include "cml/api_trace.hpp"
+
+#include <cupti.h>  // brings the runtime calls' parameter structs (generated_cuda_runtime_api_meta.h)
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+
+namespace cml::api {
+
+namespace {
+
+struct State {
+  std::mutex mu;
+  std::vector<Call> calls;
+  CUpti_SubscriberHandle subscriber = nullptr;
+};
+State& state() {
+  static State* s = new State;  // leaked: CUPTI may call back during exit
+  return *s;
+}
+std::atomic<bool> g_active{false};
+
+std::string failure(CUptiResult r, const char* what) {
+  const char* text = nullptr;
+  cuptiGetResultString(r, &text);
+  return std::string(what) + ": " + (text ? text : "unknown CUPTI error");
+}
+
+void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  Call c;
+  c.name = info->functionName != nullptr ? info->functionName : "";
+  c.thread = std::this_thread::get_id();
+  const void* p = info->functionParams;
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAttachMemAsync_v6000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAttachMemAsync_ptsz_v7000: {
+      const auto* a = static_cast<const cudaStreamAttachMemAsync_v6000_params*>(p);
+      c.stream = a->stream;
+      c.ptr = a->devPtr;
+      c.bytes = a->length;
+      c.flags = a->flags;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemPrefetchAsync_v12020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemPrefetchAsync_ptsz_v12020: {
+      const auto* a = static_cast<const cudaMemPrefetchAsync_v12020_params*>(p);
+      c.stream = a->stream;
+      c.ptr = a->devPtr;
+      c.bytes = a->count;
+      c.location = a->location;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemAdvise_v12020: {
+      const auto* a = static_cast<const cudaMemAdvise_v12020_params*>(p);
+      c.ptr = a->devPtr;
+      c.bytes = a->count;
+      c.advice = static_cast<int>(a->advice);
+      c.location = a->location;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_ptsz_v10000:
+      c.stream = static_cast<const cudaLaunchHostFunc_v10000_params*>(p)->stream;
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+      c.stream = static_cast<const cudaStreamSynchronize_v3020_params*>(p)->stream;
+      break;
+    default:
+      break;
+  }
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.calls.push_back(std::move(c));
+}
+
+}  // namespace
+
+std::vector<Call> Calls::named(const std::string& name) const {
+  std::vector<Call> out;
+  for (const auto& c : calls)
+    if (c.name == name) out.push_back(c);
+  return out;
+}
+
+Recorder::Recorder() {
+  bool expected = false;
+  if (!g_active.compare_exchange_strong(expected, true))
+    throw std::logic_error("cml::api::Recorder: another one is still recording");
+  active_ = true;
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.calls.clear();
+  }
+  if (const CUptiResult r = cuptiSubscribe(&s.subscriber, on_call, nullptr); r != CUPTI_SUCCESS) {
+    error_ = failure(r, "cuptiSubscribe");
+    s.subscriber = nullptr;
+    return;
+  }
+  if (const CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API); r != CUPTI_SUCCESS) {
+    error_ = failure(r, "cuptiEnableDomain");
+    cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+  }
+}
+
+Recorder::~Recorder() {
+  if (active_) (void)stop();
+}
+
+Calls Recorder::stop() {
+  Calls out;
+  if (!active_) {
+    out.error = "already stopped";
+    return out;
+  }
+  active_ = false;
+  State& s = state();
+  if (s.subscriber != nullptr) {
+    cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    out.calls = std::move(s.calls);
+    s.calls.clear();
+  }
+  out.error = error_;
+  out.ok = error_.empty();
+  g_active.store(false);
+  return out;
+}
+
+}  // namespace cml::api
