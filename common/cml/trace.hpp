@@ -107,6 +107,9 @@ class Recorder {
   Options opts_;
 };
 
+// CUPTI's clock, the one records are stamped with (ns): to cut one recording into windows.
+std::uint64_t timestamp_ns();
+
 // True when CML_TRACE=off (or 0): tests that need a trace skip instead of failing.
 bool disabled_by_environment();
 

@@ -739,6 +739,12 @@ Trace Recorder::stop() {
   return out;
 }
 
+std::uint64_t timestamp_ns() {
+  uint64_t t = 0;
+  if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS) return 0;
+  return t;
+}
+
 void Recorder::discard() {
   if (!active_) return;
   CUDA_CHECK(cudaDeviceSynchronize());

@@ -1,0 +1,349 @@
+// Chapter 03 — unified memory with streams: explicit synchronisation, attaching memory to
+// streams, host callbacks, prefetch and advice. Runs several host threads over their own
+// managed buffers, then compares on-demand migration, prefetching and explicit copies on
+// the same work, with the bytes migrated as CUPTI saw them.
+//
+//   ./lab run 03                           everything, with your exercise.cu
+//   ./lab run 03 -- --mode=threads         the threads only (--threads=8 --rounds=6)
+//   ./lab run 03 -- --mode=strategies      on-demand vs prefetch vs explicit, to the GPU
+//   ./lab run 03 -- --mode=back            the way back to the CPU, and what helps
+#include "unified.cuh"
+
+#include "cml/buffers.hpp"
+#include "cml/cli.hpp"
+#include "cml/device.hpp"
+#include "cml/errors.hpp"
+#include "cml/exit_codes.hpp"
+#include "cml/program.hpp"
+#include "cml/stream.hpp"
+#include "cml/table.hpp"
+#include "cml/timing.hpp"
+#include "cml/trace.hpp"
+#include "cml/verify.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using cml::Clock;
+using cml::fixed;
+using cml::format_bytes;
+using cml::trace::UnifiedKind;
+
+struct Settings {
+  std::string mode;
+  std::size_t bytes;
+  int threads, rounds;
+  std::size_t table_n;
+  cml::TimingOptions timing;
+  bool csv;
+  std::string out;
+};
+
+void fill_random(unsigned* p, std::size_t n, unsigned seed) {
+  std::minstd_rand rng(seed);
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned>(rng());
+}
+
+void explain(const cml::DeviceFacts& f) {
+  std::printf("managedMemory = %d: %s\n", f.managed_memory,
+              f.managed_memory ? "cudaMallocManaged works here" : "no managed memory on this device");
+  std::printf("concurrentManagedAccess = %d: %s\n", f.concurrent_managed_access,
+              f.concurrent_managed_access
+                  ? "CPU and GPU may touch managed memory at the same time, so a host that does not wait\n"
+                    "  reads stale or half-written data instead of crashing; pages migrate on demand, and\n"
+                    "  attaching a buffer to a stream is only advice to the driver"
+                  : "while any kernel runs, the host must not touch managed memory that is not attached to\n"
+                    "  an idle stream (it would crash with a segmentation fault); attach decides what it may touch");
+  std::printf("pageableMemoryAccess = %d: %s\n", f.pageable_memory_access,
+              f.pageable_memory_access ? "kernels may also use plain malloc memory (HMM/ATS)"
+                                       : "kernels may not use plain malloc memory; managed memory is the shared kind");
+}
+
+// ---- The threads --------------------------------------------------------------------------
+
+struct LaneOwner {
+  LaneOwner(std::size_t n, const cml::ManagedBuffer<unsigned>& table, int device, unsigned seed)
+      : data(n), initial(n) {
+    fill_random(data.data(), n, seed);  // first touch on the CPU: the pages start there
+    std::memcpy(initial.data(), data.data(), n * sizeof(unsigned));
+    lane = ch03::Lane{data.data(), n, table.data(), table.size(), stream.get(), device};
+  }
+  cml::ManagedBuffer<unsigned> data;
+  std::vector<unsigned> initial;
+  cml::Stream stream;
+  ch03::RoundSignal signal;
+  ch03::Lane lane;
+};
+
+bool run_threads(const Settings& s, const cml::DeviceFacts& facts, const cml::ManagedBuffer<unsigned>& table) {
+  std::printf("\n== %d threads, each with its own stream and managed buffer, %d rounds ==\n", s.threads, s.rounds);
+  const std::size_t total = s.bytes / sizeof(unsigned);
+  std::vector<std::unique_ptr<LaneOwner>> lanes;
+  for (int t = 0; t < s.threads; ++t) {
+    const std::size_t first = total * t / s.threads, last = total * (t + 1) / s.threads;
+    lanes.push_back(std::make_unique<LaneOwner>(last - first, table, facts.index, 100 + t));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::exception_ptr> errors(lanes.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < lanes.size(); ++t)
+      threads.emplace_back([&, t] {
+        try {
+          CUDA_CHECK(cudaSetDevice(facts.index));
+          ch03::run_lane(lanes[t]->lane, s.rounds, lanes[t]->signal);
+        } catch (...) {
+          errors[t] = std::current_exception();
+        }
+      });
+    for (auto& th : threads) th.join();
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  bool ok = true;
+  cml::Table table_out("threads", {"thread", "words", "callbacks", "result"});
+  for (std::size_t t = 0; t < lanes.size(); ++t) {
+    std::vector<unsigned> want = lanes[t]->initial;
+    ch03::reference_rounds(want.data(), want.size(), table.data(), table.size(), s.rounds);
+    const auto r = cml::compare_exact(lanes[t]->data.data(), want.data(), want.size());
+    ok &= r.ok;
+    table_out.row({std::to_string(t), std::to_string(want.size()), std::to_string(lanes[t]->signal.done()), r.describe()});
+  }
+  table_out.emit(s.csv, s.out);
+  std::printf("all threads: %s in %.2f ms\n", ok ? "PASSED" : "FAILED", ms);
+  if (!ok)
+    std::printf("a wrong result here usually means the host used a buffer before its kernel finished (step 1)\n");
+  return ok;
+}
+
+// ---- What moves, and how fast -------------------------------------------------------------
+
+struct Migration {
+  bool ok = false;
+  std::string error;
+  std::uint64_t htod = 0, dtoh = 0, htod_user = 0, dtoh_user = 0, gpu_faults = 0, cpu_faults = 0;
+};
+
+// Unified-memory records can arrive after the work that caused them has finished, so
+// each variant is not traced alone: one recording covers them all, and each record counts
+// for the variant whose time window [start, end] holds its start.
+struct Window {
+  std::uint64_t start = 0, end = 0;
+};
+
+std::vector<Migration> traced_migrations(const std::vector<cml::Work>& prepare, const std::vector<cml::Work>& work,
+                                         cudaStream_t stream) {
+  cml::trace::Options opts;
+  opts.unified_memory = true;
+  cml::trace::Recorder recorder(opts);
+  std::vector<Window> windows;
+  for (std::size_t k = 0; k < work.size(); ++k) {
+    if (prepare[k]) prepare[k](stream);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    Window w;
+    w.start = cml::trace::timestamp_ns();
+    work[k](stream);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    w.end = cml::trace::timestamp_ns();
+    windows.push_back(w);
+  }
+  const auto t = recorder.stop();
+  std::vector<Migration> out(work.size());
+  for (auto& m : out) {
+    m.ok = t.ok;
+    m.error = t.error;
+  }
+  for (const auto& u : t.unified) {
+    for (std::size_t k = 0; k < windows.size(); ++k) {
+      if (u.when.start < windows[k].start || u.when.start > windows[k].end) continue;
+      Migration& m = out[k];
+      const bool user = u.migration_cause == 1;  // CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER
+      if (u.kind == UnifiedKind::BytesHtoD) { m.htod += u.value; if (user) m.htod_user += u.value; }
+      if (u.kind == UnifiedKind::BytesDtoH) { m.dtoh += u.value; if (user) m.dtoh_user += u.value; }
+      if (u.kind == UnifiedKind::GpuPageFault) m.gpu_faults += u.value;
+      if (u.kind == UnifiedKind::CpuPageFault) m.cpu_faults += u.value;
+    }
+  }
+  return out;
+}
+
+std::string mib(std::uint64_t b) { return fixed(static_cast<double>(b) / (1 << 20), 1); }
+
+cudaMemLocation host_location() {
+  cudaMemLocation l{};
+  l.type = cudaMemLocationTypeHost;
+  return l;
+}
+cudaMemLocation device_location(int device) {
+  cudaMemLocation l{};
+  l.type = cudaMemLocationTypeDevice;
+  l.id = device;
+  return l;
+}
+
+bool run_strategies(const Settings& s, const cml::DeviceFacts& facts, const cml::ManagedBuffer<unsigned>& table) {
+  const std::size_t n = s.bytes / sizeof(unsigned);
+  std::printf("\n== To the GPU: %s first touched on the CPU, then one kernel over it ==\n", format_bytes(s.bytes).c_str());
+  LaneOwner owner(n, table, facts.index, 7);
+  const ch03::Lane& lane = owner.lane;
+  ch03::advise(lane);
+  cml::PinnedBuffer<unsigned> pinned(n);
+  std::memcpy(pinned.data(), owner.initial.data(), s.bytes);
+  cml::DeviceBuffer<unsigned> device(n);
+  ch03::Lane device_lane = lane;
+  device_lane.data = device.data();
+
+  const cml::Work to_cpu = [&](cudaStream_t st) {
+    CUDA_CHECK(cudaMemPrefetchAsync(lane.data, s.bytes, host_location(), 0, st));
+  };
+  const cml::Work on_gpu = [&](cudaStream_t st) {
+    CUDA_CHECK(cudaMemPrefetchAsync(lane.data, s.bytes, device_location(facts.index), 0, st));
+  };
+  struct Strategy { std::string name; cml::Work prepare, work; };
+  const std::vector<Strategy> strategies = {
+      {"on demand: the kernel faults pages in", to_cpu, [&](cudaStream_t) { ch03::launch_gpu_step(lane, 0); }},
+      {"prefetch (yours), then the kernel", to_cpu,
+       [&](cudaStream_t) { ch03::prefetch_to_gpu(lane); ch03::launch_gpu_step(lane, 0); }},
+      {"cudaMemcpyAsync from pinned, then the kernel", {},
+       [&](cudaStream_t st) {
+         CUDA_CHECK(cudaMemcpyAsync(device.data(), pinned.data(), s.bytes, cudaMemcpyHostToDevice, st));
+         ch03::launch_gpu_step(device_lane, 0);
+       }},
+      {"the kernel alone, data already on the GPU", on_gpu, [&](cudaStream_t) { ch03::launch_gpu_step(lane, 0); }},
+      {"prefetch (yours) alone", to_cpu, [&](cudaStream_t) { ch03::prefetch_to_gpu(lane); }},
+      {"cudaMemcpyAsync from pinned alone", {},
+       [&](cudaStream_t st) {
+         CUDA_CHECK(cudaMemcpyAsync(device.data(), pinned.data(), s.bytes, cudaMemcpyHostToDevice, st));
+       }},
+  };
+  std::vector<cml::Work> prepare, work;
+  for (const auto& st : strategies) { prepare.push_back(st.prepare); work.push_back(st.work); }
+  const auto stats = cml::time_interleaved(prepare, work, lane.stream, s.timing, Clock::Events);
+
+  const auto migrations = traced_migrations(prepare, work, lane.stream);
+  cml::Table t("strategies", {"strategy", "ms", "GB/s", "MiB to GPU", "of which prefetched", "GPU page faults"});
+  for (std::size_t k = 0; k < strategies.size(); ++k) {
+    const Migration& m = migrations[k];
+    t.row({strategies[k].name, fixed(stats[k].median_ms, 3), fixed(cml::gbps(s.bytes, stats[k].median_ms), 1),
+           m.ok ? mib(m.htod) : "-", m.ok ? mib(m.htod_user) : "-", m.ok ? std::to_string(m.gpu_faults) : m.error});
+  }
+  t.emit(s.csv, s.out);
+  const std::size_t alone = strategies.size() - 2;
+  std::printf("(GB/s counts the buffer's bytes over the whole time, kernel included)\n"
+              "to the GPU alone: prefetch reaches %.2f of an explicit copy from pinned memory\n",
+              stats[alone + 1].median_ms / stats[alone].median_ms);
+  return true;
+}
+
+bool run_way_back(const Settings& s, const cml::DeviceFacts& facts, const cml::ManagedBuffer<unsigned>& table) {
+  const std::size_t n = s.bytes / sizeof(unsigned);
+  std::printf("\n== Back to the CPU: %s resident on the GPU, needed by the host ==\n", format_bytes(s.bytes).c_str());
+  LaneOwner owner(n, table, facts.index, 9);
+  const ch03::Lane& lane = owner.lane;
+  cml::PinnedBuffer<unsigned> pinned(n);
+  cml::DeviceBuffer<unsigned> device(n);
+  std::vector<cml::Stream> pieces(4);
+  const cml::Work on_gpu = [&](cudaStream_t st) {
+    CUDA_CHECK(cudaMemPrefetchAsync(lane.data, s.bytes, device_location(facts.index), 0, st));
+  };
+  // The host reads one word per 4 KiB page: each first touch faults a page (and its
+  // neighbours, as the driver decides) over to the CPU.
+  volatile unsigned sink = 0;
+  const cml::Work touch = [&](cudaStream_t) {
+    unsigned acc = 0;
+    for (std::size_t i = 0; i < n; i += 1024) acc += lane.data[i];
+    sink = acc;
+  };
+  struct Way { std::string name; cml::Work prepare, work; };
+  const std::vector<Way> ways = {
+      {"prefetch to the CPU (yours)", on_gpu, [&](cudaStream_t) { ch03::prefetch_to_cpu(lane); }},
+      {"host touches each page (on demand)", on_gpu, touch},
+      {"prefetch in 4 pieces on 4 streams", on_gpu,
+       [&](cudaStream_t) {
+         const std::size_t piece = (s.bytes / 4 + 4095) / 4096 * 4096;
+         for (std::size_t i = 0; i < 4; ++i) {
+           const std::size_t off = std::min(s.bytes, i * piece), len = std::min(piece, s.bytes - off);
+           if (len > 0)
+             CUDA_CHECK(cudaMemPrefetchAsync(reinterpret_cast<char*>(lane.data) + off, len, host_location(), 0, pieces[i]));
+         }
+       }},
+      {"cudaMemcpyAsync managed -> pinned", on_gpu,
+       [&](cudaStream_t st) { CUDA_CHECK(cudaMemcpyAsync(pinned.data(), lane.data, s.bytes, cudaMemcpyDefault, st)); }},
+      {"cudaMemcpyAsync device -> pinned", {},
+       [&](cudaStream_t st) { CUDA_CHECK(cudaMemcpyAsync(pinned.data(), device.data(), s.bytes, cudaMemcpyDeviceToHost, st)); }},
+  };
+  std::vector<cml::Work> prepare, work;
+  for (const auto& w : ways) { prepare.push_back(w.prepare); work.push_back(w.work); }
+  const auto stats = cml::time_interleaved(prepare, work, lane.stream, s.timing, Clock::Host);
+  const auto migrations = traced_migrations(prepare, work, lane.stream);
+  cml::Table t("way_back", {"way", "ms", "GB/s", "MiB to CPU", "of which prefetched", "CPU page faults"});
+  for (std::size_t k = 0; k < ways.size(); ++k) {
+    const Migration& m = migrations[k];
+    t.row({ways[k].name, fixed(stats[k].median_ms, 3), fixed(cml::gbps(s.bytes, stats[k].median_ms), 1),
+           m.ok ? mib(m.dtoh) : "-", m.ok ? mib(m.dtoh_user) : "-", m.ok ? std::to_string(m.cpu_faults) : m.error});
+  }
+  t.emit(s.csv, s.out);
+  // The data must have survived the trips.
+  on_gpu(lane.stream);
+  ch03::prefetch_to_cpu(lane);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return cml::report(cml::compare_exact(lane.data, owner.initial.data(), n), "data after the round trips");
+}
+
+int run(int argc, char** argv) {
+  cml::Cli cli("ch03",
+               "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
+               "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.\n"
+               "Run it with ./lab run 03 [-- options]; check your steps with ./lab check 03.");
+  cli.choice("mode", "all", {"all", "threads", "strategies", "back"}, "which part to run")
+      .size("size", 256ull << 20, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
+      .integer("threads", 4, 1, 64, "host threads, each with its own stream and buffer")
+      .integer("rounds", 4, 1, 1000, "kernel -> host rounds per thread")
+      .integer("table", 1 << 20, 1, 1 << 28, "words in the shared read-only table");
+  if (!cli.parse(argc, argv)) return cml::kExitOk;
+  Settings s{cli.get_choice("mode"), cli.get_size("size"), static_cast<int>(cli.get_int("threads")),
+             static_cast<int>(cli.get_int("rounds")), static_cast<std::size_t>(cli.get_int("table")),
+             cml::TimingOptions{cli.warmup(), cli.iters()}, cli.csv(), cli.out_dir()};
+  s.bytes = s.bytes / 4096 * 4096;  // whole pages, so prefetches and the table's modulo line up
+  if (s.bytes < static_cast<std::size_t>(s.threads) * 4096)
+    throw cml::UsageError("--size: at least one 4 KiB page per thread");
+
+  const cml::DeviceFacts facts = cml::select_device(cli.device());
+  cml::require_feature(facts.managed_memory, "this device has no managed memory (managedMemory = 0)");
+  // Managed memory beyond what the GPU has free can hang it: refuse instead.
+  const std::uint64_t managed = s.bytes + s.table_n * sizeof(unsigned);
+  cml::require_fits_device(managed + (s.mode == "threads" ? 0 : s.bytes), facts, "--size (managed + device buffers)");
+  std::printf("%s", cml::describe(facts).c_str());
+  explain(facts);
+  if (!s.out.empty()) cml::device_table(facts).write_csv(s.out);
+
+  cml::ManagedBuffer<unsigned> table(s.table_n);
+  fill_random(table.data(), table.size(), 1);
+  bool ok = true;
+  const bool all = s.mode == "all";
+  if (all || s.mode == "threads") ok &= run_threads(s, facts, table);
+  if (all || s.mode == "strategies") ok &= run_strategies(s, facts, table);
+  if (all || s.mode == "back") ok &= run_way_back(s, facts, table);
+  std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
+  return ok ? cml::kExitOk : cml::kExitWrong;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return cml::run_program([&] { return run(argc, argv); });
+}
