@@ -34,6 +34,20 @@ MUTANTS = {
           ("void free_host_ints(int* p) { CUDA_CHECK(cudaFreeHost(p)); }", "void free_host_ints(int* p) { delete[] p; }")],
          "[step2][mechanism]", "pageable"),
     ],
+    "03_unified_memory": [
+        ("attached for every stream",
+         [("cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle)",
+           "cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachGlobal)")],
+         "[step2][mechanism]", "the attach flag"),
+        ("a blocking wait left in",
+         [("  signal.wait_for(round);\n}", "  CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n  signal.wait_for(round);\n}")],
+         "[step3][mechanism]", "blocking synchronisation"),
+        ("no prefetch back to the CPU",
+         [("void prefetch_to_cpu(const Lane& lane) {\n  cudaMemLocation host{};\n  host.type = cudaMemLocationTypeHost;\n"
+           "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n}",
+           "void prefetch_to_cpu(const Lane& lane) { (void)lane; }")],
+         "[step4][mechanism]", "prefetch the data to the host"),
+    ],
     "01_transfers": [
         ("one copy per piece",
          [("  launch_unpack(staging.device, batch, stream);\n}",
