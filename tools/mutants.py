@@ -113,6 +113,10 @@ def main(argv):
     if not chapters:
         print(f"no mutants for chapter {argv[1]!r}", file=sys.stderr)
         return 2
+    setup = run([str(ROOT / "lab"), "setup"])  # configures build/ on a fresh machine
+    if setup.returncode != 0:
+        print(f"./lab setup failed:\n{setup.stdout}{setup.stderr}", file=sys.stderr)
+        return 2
     failures = sum(check_chapter(c) for c in chapters)
     print(f"{'all mutants caught' if failures == 0 else f'{failures} mutant(s) not caught'}")
     return 1 if failures else 0

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cstddef>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 namespace cml::trace {
@@ -439,6 +441,57 @@ std::string enable_unified_memory() {
   return err;
 }
 
+// Unified-memory records come from the driver's migration engine and may be delivered
+// after the work that caused them, even after a synchronise and a forced flush: flush
+// again until their count has not grown for three flushes 10 ms apart (at most 1 s).
+void settle_unified_records() {
+  std::size_t last = static_cast<std::size_t>(-1);
+  int still = 0;
+  for (int i = 0; i < 100 && still < 3; ++i) {
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    std::size_t now = 0;
+    {
+      Store& s = store();
+      std::lock_guard<std::mutex> lock(s.mu);
+      now = s.records.unified.size();
+    }
+    still = (now == last) ? still + 1 : 0;
+    last = now;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// Seen on an H200 (CUDA 13): the first recording of a process that asked for
+// unified-memory counters came back without host-to-device transfer records, later ones
+// with them. So the first time, a small managed buffer makes one round trip and whatever
+// it recorded is thrown away before the caller's work starts.
+void prime_unified_memory_once() {
+  static bool primed = false;
+  if (primed) return;
+  primed = true;
+  int device = 0, managed = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&managed, cudaDevAttrManagedMemory, device));
+  if (!managed) return;
+  void* p = nullptr;
+  const std::size_t bytes = std::size_t{2} << 20;
+  CUDA_CHECK(cudaMallocManaged(&p, bytes));
+  std::memset(p, 1, bytes);
+  cudaMemLocation gpu{};
+  gpu.type = cudaMemLocationTypeDevice;
+  gpu.id = device;
+  cudaMemLocation host{};
+  host.type = cudaMemLocationTypeHost;
+  CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, gpu, 0, nullptr));
+  CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, host, 0, nullptr));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaFree(p));
+  settle_unified_records();
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.records = Trace{};
+}
+
 void release_recording_slot() { g_recording.store(false); }
 
 // Orders a record list by start time: buffers arrive in no promised order, and tests
@@ -654,7 +707,10 @@ Recorder::Recorder(Options opts) : opts_(opts) {
     }
     // Unified memory is the exception: a refusal there is recorded (the trace is not ok,
     // since what was asked for is missing) but copies and kernels keep being recorded.
-    if (opts_.unified_memory) add_problem(error_, enable_unified_memory());
+    if (opts_.unified_memory) {
+      add_problem(error_, enable_unified_memory());
+      prime_unified_memory_once();
+    }
   } catch (...) {
     // A CUDA error (the only thing that throws above) leaves no Recorder: undo what we did.
     disable_all();
@@ -700,6 +756,7 @@ Trace Recorder::stop() {
     // second whatever slipped in before the switch-off (other threads' work), so none of
     // it is left in CUPTI's buffers to show up in the next Recorder's trace.
     add_problem(out.error, CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
+    if (opts_.unified_memory) settle_unified_records();
     disable_all();
     add_problem(out.error, CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
   }
