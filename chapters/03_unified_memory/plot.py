@@ -47,7 +47,7 @@ def panel(ax_time, ax_bytes, rows, name_key, moved_key, title):
     ax_bytes.invert_yaxis()
     ax_bytes.set_yticklabels([])
     ax_bytes.set_xlabel("MiB migrated (CUPTI)")
-    ax_bytes.legend(fontsize=7)
+    ax_bytes.legend(fontsize=7, loc="lower right")
 
 
 def main(argv):
