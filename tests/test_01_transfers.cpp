@@ -6,6 +6,7 @@
 //   ./lab check 01                        against your exercise.cu
 //   meson test -C build "ch01 solution"   against the solution
 #include "gpu.hpp"
+#include "owners.hpp"
 #include "piece_set.hpp"
 #include "transfers.cuh"
 
@@ -32,17 +33,7 @@ bool is_pinned(const void* p) {
   return attr.type == cudaMemoryTypeHost;
 }
 
-// The learner's pinned buffer, freed by the learner's call.
-struct Pinned {
-  explicit Pinned(std::size_t n) : bytes(n), p(static_cast<std::byte*>(ch01::allocate_pinned(n))) {}
-  ~Pinned() {
-    try { ch01::free_pinned(p); } catch (const std::exception& e) { WARN("free_pinned: " << e.what()); }
-  }
-  Pinned(const Pinned&) = delete;
-  Pinned& operator=(const Pinned&) = delete;
-  std::size_t bytes;
-  std::byte* p;
-};
+using Pinned = ch01::LearnerPinned;
 
 // Host -> device -> host through `host`, checked byte for byte.
 cml::VerifyResult round_trip(std::byte* host, std::size_t n, unsigned seed) {
@@ -219,15 +210,7 @@ TEST_CASE("step 3: packing and one copy beat one cudaMemcpy per piece at least 5
 // ---- Step 4 ------------------------------------------------------------------------------
 
 namespace {
-struct ZeroCopyOwner {
-  explicit ZeroCopyOwner(std::size_t n) : z(ch01::allocate_zero_copy(n)) {}
-  ~ZeroCopyOwner() {
-    try { ch01::free_zero_copy(z); } catch (const std::exception& e) { WARN("free_zero_copy: " << e.what()); }
-  }
-  ZeroCopyOwner(const ZeroCopyOwner&) = delete;
-  ZeroCopyOwner& operator=(const ZeroCopyOwner&) = delete;
-  ch01::ZeroCopy z;
-};
+using ZeroCopyOwner = ch01::LearnerZeroCopy;
 
 unsigned long long fill_words(std::uint32_t* w, std::size_t n) {
   std::minstd_rand rng(21);

@@ -6,6 +6,7 @@
 //   ./lab check 02                        against your exercise.cu
 //   meson test -C build "ch02 solution"   against the solution
 #include "gpu.hpp"
+#include "owners.hpp"
 #include "streams.cuh"
 
 #include "cml/buffers.hpp"
@@ -26,25 +27,8 @@ using cml::trace::MemoryKind;
 
 namespace {
 
-struct HostInts {
-  explicit HostInts(std::size_t n) : p(ch02::allocate_host_ints(n)) {}
-  ~HostInts() {
-    try { ch02::free_host_ints(p); } catch (const std::exception& e) { WARN("free_host_ints: " << e.what()); }
-  }
-  HostInts(const HostInts&) = delete;
-  HostInts& operator=(const HostInts&) = delete;
-  int* p;
-};
-
-struct Streams {
-  explicit Streams(int count) : s(ch02::create_streams(count)) {}
-  ~Streams() {
-    try { ch02::destroy_streams(s); } catch (const std::exception& e) { WARN("destroy_streams: " << e.what()); }
-  }
-  Streams(const Streams&) = delete;
-  Streams& operator=(const Streams&) = delete;
-  std::vector<cudaStream_t> s;
-};
+using ch02::HostInts;
+using ch02::Streams;
 
 // n ints in the learner's pinned buffers, device buffers, and the problem over them.
 struct Setup {

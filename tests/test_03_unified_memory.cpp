@@ -7,6 +7,7 @@
 //   ./lab check 03                                 against your exercise.cu
 //   meson test -C build "ch03 solution"            against the solution
 #include "gpu.hpp"
+#include "lane_owner.hpp"
 #include "unified.cuh"
 
 #include "cml/api_trace.hpp"
@@ -26,24 +27,23 @@
 
 namespace {
 
-// One lane over its own managed buffer, first touched on the CPU, and a table.
+// A table of its own and one lane over a managed buffer first touched on the CPU.
 struct Fixture {
-  Fixture(std::size_t n, std::size_t table_n, unsigned seed) : data(n), table(table_n), initial(n) {
-    std::minstd_rand rng(seed);
-    for (std::size_t i = 0; i < table_n; ++i) table[i] = static_cast<unsigned>(rng());
-    for (std::size_t i = 0; i < n; ++i) data[i] = initial[i] = static_cast<unsigned>(rng());
-    lane = ch03::Lane{data.data(), n, table.data(), table_n, stream.get(), cml::test::device().index};
+  Fixture(std::size_t n, std::size_t table_n, unsigned seed) : table(make_table(table_n, seed)),
+      owner(n, table, cml::test::device().index, seed + 1), data(owner.data), initial(owner.initial),
+      signal(owner.signal), lane(owner.lane) {}
+  static cml::ManagedBuffer<unsigned> make_table(std::size_t n, unsigned seed) {
+    cml::ManagedBuffer<unsigned> t(n);
+    ch03::fill_random(t.data(), n, seed);
+    return t;
   }
-  std::vector<unsigned> after_rounds(int rounds) const {
-    std::vector<unsigned> want = initial;
-    ch03::reference_rounds(want.data(), want.size(), table.data(), table.size(), rounds);
-    return want;
-  }
-  cml::ManagedBuffer<unsigned> data, table;
-  std::vector<unsigned> initial;
-  cml::Stream stream;
-  ch03::RoundSignal signal;
-  ch03::Lane lane;
+  std::vector<unsigned> after_rounds(int rounds) const { return owner.after_rounds(rounds); }
+  cml::ManagedBuffer<unsigned> table;
+  ch03::LaneOwner owner;
+  cml::ManagedBuffer<unsigned>& data;
+  const std::vector<unsigned>& initial;
+  ch03::RoundSignal& signal;
+  ch03::Lane& lane;
 };
 
 void require_managed() {

@@ -6,6 +6,7 @@
 //   ./lab run 01 -- --mode=batch       one part: bandwidth | batch | crossover | zerocopy
 //   ./lab run 01 --solution            the same with the reference solution
 #include "transfers.cuh"
+#include "owners.hpp"
 #include "piece_set.hpp"
 
 #include "cml/buffers.hpp"
@@ -44,33 +45,6 @@ struct Settings {
   cml::TimingOptions timing;
   bool csv;
   std::string out;
-};
-
-// ---- Host buffers of each kind, owned -------------------------------------------------
-
-// The learner's pinned allocation (step 1), freed by the learner's free_pinned.
-struct LearnerPinned {
-  explicit LearnerPinned(std::size_t bytes) : p(static_cast<std::byte*>(ch01::allocate_pinned(bytes))) {}
-  ~LearnerPinned() {
-    try { ch01::free_pinned(p); } catch (const std::exception& e) { std::fprintf(stderr, "warning: %s\n", e.what()); }
-  }
-  LearnerPinned(const LearnerPinned&) = delete;
-  LearnerPinned& operator=(const LearnerPinned&) = delete;
-  std::byte* p;
-};
-
-// A plain host buffer the learner pins in place (step 2).
-struct LearnerRegistered {
-  explicit LearnerRegistered(std::size_t bytes) : storage(new std::byte[bytes]) {
-    std::memset(storage.get(), 0, bytes);  // touch every page before pinning it
-    ch01::pin_existing(storage.get(), bytes);
-  }
-  ~LearnerRegistered() {
-    try { ch01::unpin_existing(storage.get()); } catch (const std::exception& e) { std::fprintf(stderr, "warning: %s\n", e.what()); }
-  }
-  LearnerRegistered(const LearnerRegistered&) = delete;
-  LearnerRegistered& operator=(const LearnerRegistered&) = delete;
-  std::unique_ptr<std::byte[]> storage;
 };
 
 // What CUDA says a host pointer is: pinned memory reports cudaMemoryTypeHost.
@@ -123,18 +97,18 @@ bool run_bandwidth(const Settings& s, const cml::DeviceFacts& facts, cudaStream_
   cml::DeviceBuffer<std::byte> device(max);
   std::unique_ptr<std::byte[]> pageable(new std::byte[max]);
   std::memset(pageable.get(), 0, max);
-  LearnerPinned learner_pinned(max);
-  LearnerRegistered learner_registered(max);
+  ch01::LearnerPinned learner_pinned(max);
+  ch01::LearnerRegistered learner_registered(max);
   cml::PinnedBuffer<std::byte> reference(max);
   cml::PinnedBuffer<std::byte> write_combined(max, cudaHostAllocWriteCombined);
 
   std::printf("your allocate_pinned gives %s memory; your pin_existing leaves %s memory\n",
-              pointer_kind(learner_pinned.p), pointer_kind(learner_registered.storage.get()));
+              pointer_kind(learner_pinned.p), pointer_kind(learner_registered.data()));
 
   const std::vector<Method> methods = {
       {"pageable", pageable.get()},
       {"pinned (yours)", learner_pinned.p},
-      {"registered (yours)", learner_registered.storage.get()},
+      {"registered (yours)", learner_registered.data()},
       {"cudaMallocHost", reference.data()},
       {"write-combined", write_combined.data()},
   };
@@ -332,8 +306,8 @@ bool run_zerocopy(const Settings& s, const cml::DeviceFacts& facts, cudaStream_t
     std::printf("a malloc pointer is %s memory to CUDA\n", pointer_kind(plain.get()));
   }
   const std::size_t n = s.max_bytes / sizeof(std::uint32_t);
-  ch01::ZeroCopy zc = ch01::allocate_zero_copy(n * sizeof(std::uint32_t));
-  struct Release { ch01::ZeroCopy& z; ~Release() { try { ch01::free_zero_copy(z); } catch (...) {} } } release{zc};
+  ch01::LearnerZeroCopy owned(n * sizeof(std::uint32_t));
+  const ch01::ZeroCopy& zc = owned.z;
   std::printf("your allocate_zero_copy: host %s, device view %s\n", pointer_kind(zc.host), pointer_kind(zc.device));
 
   auto* host_words = static_cast<std::uint32_t*>(zc.host);

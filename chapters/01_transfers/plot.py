@@ -7,27 +7,17 @@ bandwidth.png: GB/s against transfer size for each kind of host memory, both dir
 with the link's theoretical rate; batch.png: time of 1024 small copies per method;
 crossover.png: the batched speed-up against piece size. Each title names the GPU and date.
 """
-import csv
 import sys
 from pathlib import Path
 
-import matplotlib
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from plotting import device, device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
 
-matplotlib.use("Agg")  # files only: the GPU machine has no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read(folder, name):
-    with open(folder / f"{name}.csv", newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def device_label(folder):
-    rows = read(folder, "device") if (folder / "device.csv").exists() else []
-    if not rows:
-        return "unknown GPU", 0.0
-    d = rows[0]
-    return f"{d['name']} (PCIe gen {d['pcie_gen']} x{d['pcie_width']}), {d['date']}", float(d["link_gbps"])
+    return read_csv(folder / f"{name}.csv")
 
 
 def plot_bandwidth(folder, label, link):
@@ -86,7 +76,9 @@ def main(argv):
         print("usage: plot.py DIR", file=sys.stderr)
         return 2
     folder = Path(argv[1])
-    label, link = device_label(folder)
+    label = device_label(folder)
+    d = device(folder)
+    link = float(d["link_gbps"]) if d else 0.0
     wrote = []
     for name, draw in [("bandwidth", lambda: plot_bandwidth(folder, label, link)),
                        ("batch", lambda: plot_batch(folder, label)),

@@ -8,6 +8,7 @@
 //   ./lab run 02 -- --mode=plan                    streams x chunks x issue order
 //   ./lab run 02 -- --breaker=all                  what breaks concurrency, measured
 //   ./lab run 02 -- --streams=32 --connections=1   false dependencies between streams
+#include "owners.hpp"
 #include "streams.cuh"
 
 #include "cml/buffers.hpp"
@@ -39,27 +40,8 @@ using cml::trace::CopyKind;
 
 const char* order_name(ch02::IssueOrder o) { return o == ch02::IssueOrder::Breadth ? "breadth" : "depth"; }
 
-// The learner's pinned buffer, released by the learner's call.
-struct HostInts {
-  explicit HostInts(std::size_t n) : p(ch02::allocate_host_ints(n)) {}
-  ~HostInts() {
-    try { ch02::free_host_ints(p); } catch (const std::exception& e) { std::fprintf(stderr, "warning: %s\n", e.what()); }
-  }
-  HostInts(const HostInts&) = delete;
-  HostInts& operator=(const HostInts&) = delete;
-  int* p;
-};
-
-// The learner's streams, destroyed by the learner's call.
-struct Streams {
-  explicit Streams(int count) : s(ch02::create_streams(count)) {}
-  ~Streams() {
-    try { ch02::destroy_streams(s); } catch (const std::exception& e) { std::fprintf(stderr, "warning: %s\n", e.what()); }
-  }
-  Streams(const Streams&) = delete;
-  Streams& operator=(const Streams&) = delete;
-  std::vector<cudaStream_t> s;
-};
+using ch02::HostInts;
+using ch02::Streams;
 
 struct Settings {
   std::string mode, breaker;

@@ -8,29 +8,18 @@ CUDA Handbook's figures 6-7 and 6-8; timeline.png: a Gantt chart of one sequenti
 one staged run (one row per engine and stream), from the CUPTI trace; breakers.png: the
 timeline of each breaker.
 """
-import csv
 import sys
 from pathlib import Path
 
-import matplotlib
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from plotting import device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
 
-matplotlib.use("Agg")  # files only: the GPU machine has no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 COLOURS = {"HtoD": "tab:blue", "kernel": "tab:green", "DtoH": "tab:orange", "memset": "tab:grey"}
 
 
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def label(folder):
-    path = folder / "device.csv"
-    if not path.exists():
-        return "unknown GPU"
-    d = read(path)[0]
-    return f"{d['name']}, {d['copy_engines']} copy engines, PCIe gen {d['pcie_gen']} x{d['pcie_width']}, {d['date']}"
+read = read_csv
 
 
 def plot_shmoo(folder, title):
@@ -93,7 +82,7 @@ def main(argv):
         print("usage: plot.py DIR", file=sys.stderr)
         return 2
     folder = Path(argv[1])
-    title = label(folder)
+    title = device_label(folder, engines=True)
     wrote = []
     if (folder / "shmoo.csv").exists():
         plot_shmoo(folder, title)

@@ -7,6 +7,7 @@
 //   ./lab run 03 -- --mode=threads         the threads only (--threads=8 --rounds=6)
 //   ./lab run 03 -- --mode=strategies      on-demand vs prefetch vs explicit, to the GPU
 //   ./lab run 03 -- --mode=back            the way back to the CPU, and what helps
+#include "lane_owner.hpp"
 #include "unified.cuh"
 
 #include "cml/buffers.hpp"
@@ -49,11 +50,6 @@ struct Settings {
   std::string out;
 };
 
-void fill_random(unsigned* p, std::size_t n, unsigned seed) {
-  std::minstd_rand rng(seed);
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned>(rng());
-}
-
 void explain(const cml::DeviceFacts& f) {
   std::printf("managedMemory = %d: %s\n", f.managed_memory,
               f.managed_memory ? "cudaMallocManaged works here" : "no managed memory on this device");
@@ -71,19 +67,7 @@ void explain(const cml::DeviceFacts& f) {
 
 // ---- The threads --------------------------------------------------------------------------
 
-struct LaneOwner {
-  LaneOwner(std::size_t n, const cml::ManagedBuffer<unsigned>& table, int device, unsigned seed)
-      : data(n), initial(n) {
-    fill_random(data.data(), n, seed);  // first touch on the CPU: the pages start there
-    std::memcpy(initial.data(), data.data(), n * sizeof(unsigned));
-    lane = ch03::Lane{data.data(), n, table.data(), table.size(), stream.get(), device};
-  }
-  cml::ManagedBuffer<unsigned> data;
-  std::vector<unsigned> initial;
-  cml::Stream stream;
-  ch03::RoundSignal signal;
-  ch03::Lane lane;
-};
+using ch03::LaneOwner;
 
 bool run_threads(const Settings& s, const cml::DeviceFacts& facts, const cml::ManagedBuffer<unsigned>& table) {
   std::printf("\n== %d threads, each with its own stream and managed buffer, %d rounds ==\n", s.threads, s.rounds);
@@ -117,8 +101,7 @@ bool run_threads(const Settings& s, const cml::DeviceFacts& facts, const cml::Ma
   bool ok = true;
   cml::Table table_out("threads", {"thread", "words", "callbacks", "result"});
   for (std::size_t t = 0; t < lanes.size(); ++t) {
-    std::vector<unsigned> want = lanes[t]->initial;
-    ch03::reference_rounds(want.data(), want.size(), table.data(), table.size(), s.rounds);
+    const std::vector<unsigned> want = lanes[t]->after_rounds(s.rounds);
     const auto r = cml::compare_exact(lanes[t]->data.data(), want.data(), want.size());
     ok &= r.ok;
     table_out.row({std::to_string(t), std::to_string(want.size()), std::to_string(lanes[t]->signal.done()), r.describe()});
@@ -183,6 +166,38 @@ std::vector<Migration> traced_migrations(const std::vector<cml::Work>& prepare, 
 
 std::string mib(std::uint64_t b) { return fixed(static_cast<double>(b) / (1 << 20), 1); }
 
+// A way of moving the data: what to do first (untimed) and what to time.
+struct Variant {
+  std::string name;
+  cml::Work prepare, work;
+};
+
+// Times the variants interleaved, then traces each once for the bytes that migrated, and
+// tabulates both: `to_gpu` chooses the direction reported.
+cml::Table measure_variants(const std::string& table_name, const std::vector<Variant>& variants, bool to_gpu,
+                            std::size_t bytes, cudaStream_t stream, const Settings& s, Clock clock,
+                            std::vector<cml::Stats>* stats_out, std::vector<Migration>* moved_out) {
+  std::vector<cml::Work> prepare, work;
+  for (const auto& v : variants) {
+    prepare.push_back(v.prepare);
+    work.push_back(v.work);
+  }
+  const auto stats = cml::time_interleaved(prepare, work, stream, s.timing, clock);
+  const auto moved = traced_migrations(prepare, work, stream);
+  cml::Table t(table_name, {to_gpu ? "strategy" : "way", "ms", "GB/s", to_gpu ? "MiB to GPU" : "MiB to CPU",
+                            "of which prefetched", to_gpu ? "GPU page faults" : "CPU page faults"});
+  for (std::size_t k = 0; k < variants.size(); ++k) {
+    const Migration& m = moved[k];
+    t.row({variants[k].name, fixed(stats[k].median_ms, 3), fixed(cml::gbps(bytes, stats[k].median_ms), 1),
+           m.ok ? mib(to_gpu ? m.htod : m.dtoh) : "-", m.ok ? mib(to_gpu ? m.htod_user : m.dtoh_user) : "-",
+           m.ok ? std::to_string(to_gpu ? m.gpu_faults : m.cpu_faults) : m.error});
+  }
+  if (stats_out) *stats_out = stats;
+  if (moved_out) *moved_out = moved;
+  return t;
+}
+
+
 cudaMemLocation host_location() {
   cudaMemLocation l{};
   l.type = cudaMemLocationTypeHost;
@@ -213,8 +228,7 @@ bool run_strategies(const Settings& s, const cml::DeviceFacts& facts, const cml:
   const cml::Work on_gpu = [&](cudaStream_t st) {
     CUDA_CHECK(cudaMemPrefetchAsync(lane.data, s.bytes, device_location(facts.index), 0, st));
   };
-  struct Strategy { std::string name; cml::Work prepare, work; };
-  const std::vector<Strategy> strategies = {
+  const std::vector<Variant> strategies = {
       {"on demand: the kernel faults pages in", to_cpu, [&](cudaStream_t) { ch03::launch_gpu_step(lane, 0); }},
       {"prefetch (yours), then the kernel", to_cpu,
        [&](cudaStream_t) { ch03::prefetch_to_gpu(lane); ch03::launch_gpu_step(lane, 0); }},
@@ -230,17 +244,10 @@ bool run_strategies(const Settings& s, const cml::DeviceFacts& facts, const cml:
          CUDA_CHECK(cudaMemcpyAsync(device.data(), pinned.data(), s.bytes, cudaMemcpyHostToDevice, st));
        }},
   };
-  std::vector<cml::Work> prepare, work;
-  for (const auto& st : strategies) { prepare.push_back(st.prepare); work.push_back(st.work); }
-  const auto stats = cml::time_interleaved(prepare, work, lane.stream, s.timing, Clock::Events);
-
-  const auto migrations = traced_migrations(prepare, work, lane.stream);
-  cml::Table t("strategies", {"strategy", "ms", "GB/s", "MiB to GPU", "of which prefetched", "GPU page faults"});
-  for (std::size_t k = 0; k < strategies.size(); ++k) {
-    const Migration& m = migrations[k];
-    t.row({strategies[k].name, fixed(stats[k].median_ms, 3), fixed(cml::gbps(s.bytes, stats[k].median_ms), 1),
-           m.ok ? mib(m.htod) : "-", m.ok ? mib(m.htod_user) : "-", m.ok ? std::to_string(m.gpu_faults) : m.error});
-  }
+  std::vector<cml::Stats> stats;
+  std::vector<Migration> migrations;
+  const cml::Table t = measure_variants("strategies", strategies, true, s.bytes, lane.stream, s, Clock::Events,
+                                        &stats, &migrations);
   t.emit(s.csv, s.out);
   if (migrations[1].ok && migrations[1].htod < s.bytes / 2)
     std::printf("note: CUPTI reported fewer migrated bytes than the buffer holds (see docs/03_unified_memory.md)\n");
@@ -270,8 +277,7 @@ bool run_way_back(const Settings& s, const cml::DeviceFacts& facts, const cml::M
     for (std::size_t i = 0; i < n; i += 1024) acc += lane.data[i];
     sink = acc;
   };
-  struct Way { std::string name; cml::Work prepare, work; };
-  const std::vector<Way> ways = {
+  const std::vector<Variant> ways = {
       {"prefetch to the CPU (yours)", on_gpu, [&](cudaStream_t) { ch03::prefetch_to_cpu(lane); }},
       {"host touches each page (on demand)", on_gpu, touch},
       {"prefetch in 4 pieces on 4 streams", on_gpu,
@@ -288,16 +294,7 @@ bool run_way_back(const Settings& s, const cml::DeviceFacts& facts, const cml::M
       {"cudaMemcpyAsync device -> pinned", {},
        [&](cudaStream_t st) { CUDA_CHECK(cudaMemcpyAsync(pinned.data(), device.data(), s.bytes, cudaMemcpyDeviceToHost, st)); }},
   };
-  std::vector<cml::Work> prepare, work;
-  for (const auto& w : ways) { prepare.push_back(w.prepare); work.push_back(w.work); }
-  const auto stats = cml::time_interleaved(prepare, work, lane.stream, s.timing, Clock::Host);
-  const auto migrations = traced_migrations(prepare, work, lane.stream);
-  cml::Table t("way_back", {"way", "ms", "GB/s", "MiB to CPU", "of which prefetched", "CPU page faults"});
-  for (std::size_t k = 0; k < ways.size(); ++k) {
-    const Migration& m = migrations[k];
-    t.row({ways[k].name, fixed(stats[k].median_ms, 3), fixed(cml::gbps(s.bytes, stats[k].median_ms), 1),
-           m.ok ? mib(m.dtoh) : "-", m.ok ? mib(m.dtoh_user) : "-", m.ok ? std::to_string(m.cpu_faults) : m.error});
-  }
+  const cml::Table t = measure_variants("way_back", ways, false, s.bytes, lane.stream, s, Clock::Host, nullptr, nullptr);
   t.emit(s.csv, s.out);
   // The data must have survived the trips.
   on_gpu(lane.stream);
@@ -334,7 +331,7 @@ int run(int argc, char** argv) {
   if (!s.out.empty()) cml::device_table(facts).write_csv(s.out);
 
   cml::ManagedBuffer<unsigned> table(s.table_n);
-  fill_random(table.data(), table.size(), 1);
+  ch03::fill_random(table.data(), table.size(), 1);
   bool ok = true;
   const bool all = s.mode == "all";
   if (all || s.mode == "threads") ok &= run_threads(s, facts, table);

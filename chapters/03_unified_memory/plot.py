@@ -6,27 +6,16 @@
 migration.png: for each way of getting the data to the GPU and back to the CPU, the time
 and the bytes that migrated (all of them, and those moved by prefetch), from CUPTI.
 """
-import csv
 import sys
 from pathlib import Path
 
-import matplotlib
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from plotting import device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
 
-matplotlib.use("Agg")  # files only: the GPU machine has no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def label(folder):
-    path = folder / "device.csv"
-    if not path.exists():
-        return "unknown GPU"
-    d = read(path)[0]
-    return f"{d['name']}, PCIe gen {d['pcie_gen']} x{d['pcie_width']}, {d['date']}"
+read = read_csv
 
 
 def number(text):
@@ -65,7 +54,7 @@ def main(argv):
                              gridspec_kw={"width_ratios": [3, 2]})
     for row, (f, name_key, moved_key, title) in enumerate(parts):
         panel(axes[row, 0], axes[row, 1], read(folder / f"{f}.csv"), name_key, moved_key, title)
-    fig.suptitle(f"Unified memory, 256 MiB each way: {label(folder)}", fontsize=9)
+    fig.suptitle(f"Unified memory, 256 MiB each way: {device_label(folder)}", fontsize=9)
     fig.tight_layout()
     fig.savefig(folder / "migration.png", dpi=110)
     print(folder / "migration.png")

@@ -52,6 +52,19 @@ inline void warn_on_error(cudaError_t code, const char* what) noexcept {
 }
 }  // namespace detail
 
+// Runs a release step from a destructor: an exception is reported as a warning, never
+// thrown on (a destructor that throws ends the program).
+template <typename Release>
+void release_noexcept(Release&& release, const char* what) noexcept {
+  try {
+    release();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warning: %s failed: %s\n", what, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "warning: %s failed\n", what);
+  }
+}
+
 }  // namespace cml
 
 // Wrap every CUDA runtime call: CUDA_CHECK(cudaMemcpy(...));
