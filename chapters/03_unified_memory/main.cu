@@ -7,6 +7,7 @@
 //   ./lab run 03 -- --mode=threads         the threads only (--threads=8 --rounds=6)
 //   ./lab run 03 -- --mode=strategies      on-demand vs prefetch vs explicit, to the GPU
 //   ./lab run 03 -- --mode=back            the way back to the CPU, and what helps
+//   ./lab run 03 -- --mode=streams         per-thread default stream; what attach changes
 #include "lane_owner.hpp"
 #include "unified.cuh"
 
@@ -57,7 +58,8 @@ void explain(const cml::DeviceFacts& f) {
               f.concurrent_managed_access
                   ? "CPU and GPU may touch managed memory at the same time, so a host that does not wait\n"
                     "  reads stale or half-written data instead of crashing; pages migrate on demand, and\n"
-                    "  attaching a buffer to a stream is only advice to the driver"
+                    "  attaching a buffer to a stream is not needed for correctness (--mode=streams shows\n"
+                    "  what it still changes)"
                   : "while any kernel runs, the host must not touch managed memory that is not attached to\n"
                     "  an idle stream (it would crash with a segmentation fault); attach decides what it may touch");
   std::printf("pageableMemoryAccess = %d: %s\n", f.pageable_memory_access,
@@ -303,12 +305,88 @@ bool run_way_back(const Settings& s, const cml::DeviceFacts& facts, const cml::M
   return cml::report(cml::compare_exact(lane.data, owner.initial.data(), n), "data after the round trips");
 }
 
+// ---- Streams and threads: the per-thread default stream, and what attach changes ---------
+
+// Runs fn(t) on `threads` host threads at once and returns the wall time in ms.
+double on_threads(int threads, int device, const std::function<void(int)>& fn) {
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        CUDA_CHECK(cudaSetDevice(device));
+        fn(t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool run_streams(const Settings& s, const cml::DeviceFacts& facts, const cml::ManagedBuffer<unsigned>& table) {
+  std::printf("\n== %d threads: the default stream, and attaching buffers ==\n", s.threads);
+  const std::size_t n = std::max<std::size_t>(1024, s.bytes / sizeof(unsigned) / s.threads);
+  std::vector<std::unique_ptr<LaneOwner>> lanes;
+  for (int t = 0; t < s.threads; ++t) lanes.push_back(std::make_unique<LaneOwner>(n, table, facts.index, 300 + t));
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  // Each thread launches a kernel that takes 5 ms on "the default stream". Compiled
+  // normally, that is the one legacy stream of the device: the threads' kernels take turns.
+  // With nvcc --default-stream per-thread (or cudaStreamPerThread, which this uses) each
+  // thread has its own default stream and the kernels run together.
+  cml::Table t("streams", {"experiment", "ms", "note"});
+  const double delay_ms = 5.0;
+  for (const auto& [name, stream] : {std::pair<const char*, cudaStream_t>{"legacy default stream", cudaStreamLegacy},
+                                     std::pair<const char*, cudaStream_t>{"per-thread default stream", cudaStreamPerThread}}) {
+    const double ms = on_threads(s.threads, facts.index, [&, stream = stream](int th) {
+      ch03::Lane lane = lanes[static_cast<std::size_t>(th)]->lane;
+      lane.stream = stream;
+      lane.n = 2048;  // 8 blocks: small enough that several such kernels fit on the GPU at once
+      ch03::launch_slow_gpu_step(lane, 0, delay_ms);
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+    });
+    t.row({std::string(name) + ": each thread one 5 ms kernel", fixed(ms, 2),
+           ms > 1.5 * s.threads * delay_ms / 2 ? "the threads' kernels took turns" : "the threads' kernels ran together"});
+  }
+
+  // The same rounds (kernel on the thread's stream, wait, host step) with every buffer
+  // attached to all streams, then each to its own stream alone; alternated three times and
+  // the medians kept, so that neither gains from going second.
+  std::vector<double> times[2];
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int k = 0; k < 2; ++k) {
+      const unsigned flags = k == 0 ? cudaMemAttachGlobal : cudaMemAttachSingle;
+      for (auto& l : lanes) CUDA_CHECK(cudaStreamAttachMemAsync(l->lane.stream, l->lane.data, 0, flags));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      times[k].push_back(on_threads(s.threads, facts.index, [&](int th) {
+        const ch03::Lane& lane = lanes[static_cast<std::size_t>(th)]->lane;
+        for (int r = 0; r < s.rounds; ++r) {
+          ch03::launch_gpu_step(lane, r);
+          CUDA_CHECK(cudaStreamSynchronize(lane.stream));
+          ch03::host_step(lane, r);
+        }
+      }));
+    }
+  }
+  for (int k = 0; k < 2; ++k)
+    t.row({std::string(k == 0 ? "cudaMemAttachGlobal" : "cudaMemAttachSingle") + ": " + std::to_string(s.rounds) +
+               " rounds per thread, on demand",
+           fixed(cml::summarize(times[k]).median_ms, 2),
+           facts.concurrent_managed_access ? "median of 3, alternated; concurrentManagedAccess = 1" : "median of 3, alternated"});
+  t.emit(s.csv, s.out);
+  return true;
+}
+
 int run(int argc, char** argv) {
   cml::Cli cli("ch03",
                "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
                "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.\n"
                "Run it with ./lab run 03 [-- options]; check your steps with ./lab check 03.");
-  cli.choice("mode", "all", {"all", "threads", "strategies", "back"}, "which part to run")
+  cli.choice("mode", "all", {"all", "threads", "strategies", "back", "streams"}, "which part to run")
       .size("size", 256ull << 20, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
       .integer("threads", 4, 1, 64, "host threads, each with its own stream and buffer")
       .integer("rounds", 4, 1, 1000, "kernel -> host rounds per thread")
@@ -337,6 +415,7 @@ int run(int argc, char** argv) {
   if (all || s.mode == "threads") ok &= run_threads(s, facts, table);
   if (all || s.mode == "strategies") ok &= run_strategies(s, facts, table);
   if (all || s.mode == "back") ok &= run_way_back(s, facts, table);
+  if (all || s.mode == "streams") ok &= run_streams(s, facts, table);
   std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
   return ok ? cml::kExitOk : cml::kExitWrong;
 }
