@@ -1,0 +1,49 @@
+// The SASS parser against cuobjdump's own output format (a fragment of a real dump).
+#include "catch.hpp"
+
+#include "cml/sass.hpp"
+
+namespace {
+const char* kSample = R"SASS(
+Fatbin elf code:
+================
+arch = sm_90
+
+	code for sm_90
+		Function : _ZN4ch049copy_wideEPK6float4PS0_m
+	.headerflags	@"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                              /* 0x00000a00ff017b82 */
+                                                                                       /* 0x000ff00000000800 */
+        /*0010*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;          /* 0x0000000402047981 */
+        /*0020*/              @!P0 BRA 0xc0 ;                                          /* 0x00000000000c8947 */
+        /*0030*/                   STG.E.128 desc[UR4][R6.64], R4 ;                    /* 0x0000000406007986 */
+        /*0040*/                   EXIT ;                                              /* 0x000000000000794d */
+		Function : _ZN4ch048copy_oneEPKfPfm
+        /*0000*/                   LDG.E R4, desc[UR4][R2.64] ;                        /* 0x0000000402047981 */
+        /*0010*/               @P1 STG.E desc[UR4][R6.64], R4 ;                        /* 0x0000000406007986 */
+        /*0020*/                   EXIT ;
+)SASS";
+}  // namespace
+
+TEST_CASE("the SASS parser splits functions and reads each instruction's opcode", "[cpu][sass]") {
+  const auto fns = cml::sass::parse(kSample);
+  REQUIRE(fns.size() == 2);
+  CHECK(fns[0].mangled == "_ZN4ch049copy_wideEPK6float4PS0_m");
+  CHECK(fns[0].name == "ch04::copy_wide(float4 const*, float4*, unsigned long)");
+  CHECK(fns[0].opcodes == std::vector<std::string>{"LDC", "LDG.E.128.CONSTANT", "BRA", "STG.E.128", "EXIT"});
+  CHECK(fns[1].opcodes == std::vector<std::string>{"LDG.E", "STG.E", "EXIT"});
+}
+
+TEST_CASE("opcode counts match whole modifiers only", "[cpu][sass]") {
+  const auto fns = cml::sass::parse(kSample);
+  const auto wide = cml::sass::find(fns, "copy_wide");
+  REQUIRE(wide);
+  CHECK(cml::sass::count(*wide, "LDG.E.128") == 1);
+  CHECK(cml::sass::count(*wide, "LDG.E") == 1);
+  CHECK(cml::sass::count(*wide, "LDG.E.12") == 0);
+  CHECK(cml::sass::count(*wide, "STL") == 0);
+  const auto one = cml::sass::find(fns, "copy_one");
+  REQUIRE(one);
+  CHECK(cml::sass::count(*one, "LDG.E.128") == 0);
+  CHECK_FALSE(cml::sass::find(fns, "no_such_kernel"));
+}
