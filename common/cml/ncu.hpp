@@ -1,0 +1,40 @@
+// Hardware counters through Nsight Compute (ncu), for the chapters whose mechanism is a
+// count: sectors per request, shared-memory wavefronts. ncu profiles a child process (the
+// test executable re-running itself on a hidden target), with the clocks left alone
+// (--clock-control none), and its raw CSV page is parsed here. Where ncu is missing or the
+// driver does not let this user read the counters (ERR_NVGPUCTRPERM), the caller skips
+// with that reason.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cml::ncu {
+
+struct KernelMetrics {
+  std::string kernel;                    // the kernel's name as ncu prints it
+  std::map<std::string, double> values;  // metric name -> value
+};
+
+struct Result {
+  bool ok = false;
+  std::string error;  // why not: ncu missing, counters not permitted, the run failed
+  std::vector<KernelMetrics> kernels;  // in launch order
+};
+
+// ncu's --csv --page raw output: one row per profiled kernel. Pure text, tested on the CPU.
+std::vector<KernelMetrics> parse_raw_csv(const std::string& text, const std::vector<std::string>& metrics);
+
+// The reason counters cannot be read, if ncu's output says so (ERR_NVGPUCTRPERM).
+std::optional<std::string> permission_problem(const std::string& text);
+
+std::optional<std::string> find_ncu();
+
+// Runs `ncu` on `command` (program and arguments), profiling kernels whose name matches
+// `kernel_regex`, collecting `metrics`. `env` entries ("NAME=value") are set for the child.
+Result profile(const std::vector<std::string>& command, const std::string& kernel_regex,
+               const std::vector<std::string>& metrics, const std::vector<std::string>& env = {});
+
+}  // namespace cml::ncu

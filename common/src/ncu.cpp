@@ -1,0 +1,154 @@
+// See cml/ncu.hpp.
+#include "cml/ncu.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <unistd.h>
+
+namespace cml::ncu {
+
+namespace {
+// One CSV line into fields ("a","b,c" -> a | b,c).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') { cur += '"'; ++i; }
+      else if (c == '"') quoted = false;
+      else cur += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+}  // namespace
+
+std::vector<KernelMetrics> parse_raw_csv(const std::string& text, const std::vector<std::string>& metrics) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<KernelMetrics> out;
+  while (std::getline(in, line)) {
+    if (line.rfind("\"ID\"", 0) == 0) {  // the header; the next line holds the units
+      header = split_csv(line);
+      std::getline(in, line);
+      continue;
+    }
+    if (header.empty() || line.empty() || line[0] != '"') continue;
+    const auto fields = split_csv(line);
+    if (fields.size() != header.size()) continue;
+    KernelMetrics k;
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == "Kernel Name") k.kernel = fields[i];
+      for (const auto& m : metrics) {
+        if (header[i] != m) continue;
+        std::string v;
+        for (char c : fields[i])
+          if (c != ',') v += c;  // ncu may group digits: "1,234"
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        if (end != v.c_str()) k.values[m] = d;
+      }
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::optional<std::string> permission_problem(const std::string& text) {
+  if (text.find("ERR_NVGPUCTRPERM") == std::string::npos) return std::nullopt;
+  return std::string("ncu may not read the GPU's performance counters for this user (ERR_NVGPUCTRPERM): run as root, "
+                     "or allow it with the nvidia module option NVreg_RestrictProfilingToAdminUsers=0");
+}
+
+std::optional<std::string> find_ncu() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream ss(path);
+    for (std::string d; std::getline(ss, d, ':');)
+      if (!d.empty()) dirs.emplace_back(d);
+  }
+  if (const char* home = std::getenv("CUDA_HOME")) dirs.emplace_back(fs::path(home) / "bin");
+  dirs.emplace_back("/usr/local/cuda/bin");
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (fs::exists(d / "ncu", ec)) return (d / "ncu").string();
+  }
+  return std::nullopt;
+}
+
+Result profile(const std::vector<std::string>& command, const std::string& kernel_regex,
+               const std::vector<std::string>& metrics, const std::vector<std::string>& env) {
+  Result r;
+  const auto ncu = find_ncu();
+  if (!ncu) {
+    r.error = "ncu (Nsight Compute) is not installed here: the counters cannot be read";
+    return r;
+  }
+  char log_name[] = "/tmp/cml-ncu-XXXXXX";
+  const int fd = mkstemp(log_name);
+  if (fd < 0) {
+    r.error = "cannot create a temporary file for ncu's log";
+    return r;
+  }
+  close(fd);
+  std::string metric_list;
+  for (const auto& m : metrics) metric_list += (metric_list.empty() ? "" : ",") + m;
+  std::string cmd;
+  for (const auto& e : env) cmd += e + " ";
+  cmd += quote(*ncu) + " --clock-control none --csv --page raw --metrics " + quote(metric_list) +
+         " --kernel-name " + quote("regex:" + kernel_regex) + " --log-file " + quote(log_name);
+  for (const auto& part : command) cmd += " " + quote(part);
+  cmd += " 2>&1";
+  std::string console;
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+    if (!pipe) {
+      r.error = "cannot run " + *ncu;
+      return r;
+    }
+    std::array<char, 4096> buf{};
+    while (const std::size_t got = std::fread(buf.data(), 1, buf.size(), pipe.get())) console.append(buf.data(), got);
+    pclose(pipe.release());
+  }
+  std::ifstream f(log_name);
+  std::stringstream log;
+  log << f.rdbuf();
+  std::remove(log_name);
+  const std::string all = log.str() + console;
+  if (const auto why = permission_problem(all)) {
+    r.error = *why;
+    return r;
+  }
+  r.kernels = parse_raw_csv(log.str(), metrics);
+  if (r.kernels.empty()) {
+    r.error = "ncu profiled no kernel matching '" + kernel_regex + "': " + all.substr(0, 400);
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+}  // namespace cml::ncu

@@ -1,0 +1,31 @@
+// Parsing Nsight Compute's raw CSV page and its permission error.
+#include "catch.hpp"
+
+#include "cml/ncu.hpp"
+
+namespace {
+const char* kRaw =
+    "==PROF== Connected to process 1234\n"
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\","
+    "\"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum\",\"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum\"\n"
+    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"request\",\"sector\"\n"
+    "\"0\",\"1234\",\"test\",\"127.0.0.1\",\"void ch04::offset_copy<float>(const float *, float *, unsigned long, "
+    "unsigned long)\",\"1\",\"7\",\"262,144\",\"1048576\"\n"
+    "\"1\",\"1234\",\"test\",\"127.0.0.1\",\"ch04::copy_kernel\",\"1\",\"7\",\"1000\",\"5000.5\"\n";
+}
+
+TEST_CASE("ncu's raw CSV page gives each kernel's metrics in launch order", "[cpu][ncu]") {
+  const std::vector<std::string> metrics = {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                                            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"};
+  const auto k = cml::ncu::parse_raw_csv(kRaw, metrics);
+  REQUIRE(k.size() == 2);
+  CHECK(k[0].kernel == "void ch04::offset_copy<float>(const float *, float *, unsigned long, unsigned long)");
+  CHECK(k[0].values.at(metrics[0]) == 262144.0);
+  CHECK(k[0].values.at(metrics[1]) == 1048576.0);
+  CHECK(k[1].values.at(metrics[1]) == 5000.5);
+}
+
+TEST_CASE("ncu's counter-permission error becomes a reason to skip", "[cpu][ncu]") {
+  CHECK(cml::ncu::permission_problem("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"));
+  CHECK_FALSE(cml::ncu::permission_problem("==PROF== Disconnected"));
+}
