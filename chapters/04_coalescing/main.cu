@@ -211,6 +211,9 @@ int run(int argc, char** argv) {
   s.bytes = s.bytes / 1024 * 1024;
 
   const cml::DeviceFacts facts = cml::select_device(cli.device());
+  // The default working set shrinks on a GPU with less memory; one asked for does not.
+  const bool default_size = s.bytes == (512ull << 20);
+  while (default_size && s.bytes / 2 * 7 + (256ull << 20) > facts.free_bytes && s.bytes > (16ull << 20)) s.bytes /= 2;
   cml::require_fits_device(s.bytes / 2 * 7, facts, "--size (two buffers, the particles as records and as arrays)");
   std::printf("%s", cml::describe(facts).c_str());
   if (!s.out.empty()) cml::device_table(facts).write_csv(s.out);
