@@ -1,12 +1,11 @@
 // See cml/ncu.hpp.
 #include "cml/ncu.hpp"
 
-#include <array>
+#include "cml/tools.hpp"
+
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <memory>
 #include <sstream>
 #include <unistd.h>
 
@@ -37,11 +36,6 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 }  // namespace
 
 std::vector<KernelMetrics> parse_raw_csv(const std::string& text, const std::vector<std::string>& metrics) {
@@ -82,22 +76,7 @@ std::optional<std::string> permission_problem(const std::string& text) {
                      "or allow it with the nvidia module option NVreg_RestrictProfilingToAdminUsers=0");
 }
 
-std::optional<std::string> find_ncu() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream ss(path);
-    for (std::string d; std::getline(ss, d, ':');)
-      if (!d.empty()) dirs.emplace_back(d);
-  }
-  if (const char* home = std::getenv("CUDA_HOME")) dirs.emplace_back(fs::path(home) / "bin");
-  dirs.emplace_back("/usr/local/cuda/bin");
-  for (const auto& d : dirs) {
-    std::error_code ec;
-    if (fs::exists(d / "ncu", ec)) return (d / "ncu").string();
-  }
-  return std::nullopt;
-}
+std::optional<std::string> find_ncu() { return tools::find({"ncu"}, tools::search_dirs()); }
 
 Result profile(const std::vector<std::string>& command, const std::string& kernel_regex,
                const std::vector<std::string>& metrics, const std::vector<std::string>& env) {
@@ -118,21 +97,11 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
   for (const auto& m : metrics) metric_list += (metric_list.empty() ? "" : ",") + m;
   std::string cmd;
   for (const auto& e : env) cmd += e + " ";
-  cmd += quote(*ncu) + " --clock-control none --csv --page raw --metrics " + quote(metric_list) +
-         " --kernel-name " + quote("regex:" + kernel_regex) + " --log-file " + quote(log_name);
-  for (const auto& part : command) cmd += " " + quote(part);
+  cmd += tools::quote(*ncu) + " --clock-control none --csv --page raw --metrics " + tools::quote(metric_list) +
+         " --kernel-name " + tools::quote("regex:" + kernel_regex) + " --log-file " + tools::quote(log_name);
+  for (const auto& part : command) cmd += " " + tools::quote(part);
   cmd += " 2>&1";
-  std::string console;
-  {
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-    if (!pipe) {
-      r.error = "cannot run " + *ncu;
-      return r;
-    }
-    std::array<char, 4096> buf{};
-    while (const std::size_t got = std::fread(buf.data(), 1, buf.size(), pipe.get())) console.append(buf.data(), got);
-    pclose(pipe.release());
-  }
+  const std::string console = tools::run(cmd).text;
   std::ifstream f(log_name);
   std::stringstream log;
   log << f.rdbuf();

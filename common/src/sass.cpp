@@ -2,11 +2,10 @@
 #include "cml/sass.hpp"
 
 #include "cml/errors.hpp"
+#include "cml/tools.hpp"
 
 #include <cxxabi.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -62,29 +61,17 @@ std::string self_executable() {
 
 std::optional<std::string> find_cuobjdump() {
   namespace fs = std::filesystem;
-  std::vector<fs::path> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream ss(path);
-    for (std::string d; std::getline(ss, d, ':');)
-      if (!d.empty()) dirs.emplace_back(d);
-  }
-  if (const char* home = std::getenv("CUDA_HOME")) dirs.emplace_back(fs::path(home) / "bin");
-  dirs.emplace_back("/usr/local/cuda/bin");
-  // The pip package, in the .venv ./lab makes at the repository's root: walk up from the
+  std::vector<std::string> dirs = tools::search_dirs();
+  // The pip packages, in the .venv ./lab makes at the repository's root: walk up from the
   // running executable (build/... inside the repository).
   for (fs::path p = fs::path(self_executable()).parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
     const fs::path venv = p / ".venv" / "lib";
     std::error_code ec;
     if (!fs::is_directory(venv, ec)) continue;
-    for (const auto& py : fs::directory_iterator(venv, ec)) dirs.push_back(py.path() / "site-packages/nvidia/cu13/bin");
+    for (const auto& py : fs::directory_iterator(venv, ec)) dirs.push_back((py.path() / "site-packages/nvidia/cu13/bin").string());
     break;
   }
-  for (const auto& d : dirs) {
-    std::error_code ec;
-    if (fs::exists(d / "cuobjdump", ec) && fs::exists(d / "nvdisasm", ec)) return (d / "cuobjdump").string();
-    if (fs::exists(d / "cuobjdump", ec) && std::getenv("NVDISASM_PATH")) return (d / "cuobjdump").string();
-  }
-  return std::nullopt;
+  return tools::find({"cuobjdump", "nvdisasm"}, dirs);  // cuobjdump needs nvdisasm for SASS
 }
 
 std::vector<Function> dump(const std::string& binary) {
@@ -94,15 +81,10 @@ std::vector<Function> dump(const std::string& binary) {
                "nvidia-cuda-nvdisasm into .venv): the SASS cannot be checked");
   const std::string dir = std::filesystem::path(*tool).parent_path().string();
   // nvdisasm beside cuobjdump goes first on PATH for the child.
-  const std::string command = "PATH='" + dir + "':\"$PATH\" '" + *tool + "' -sass '" + binary + "' 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) throw Skip("cannot run " + *tool);
-  std::string text;
-  std::array<char, 4096> buf{};
-  while (const std::size_t got = std::fread(buf.data(), 1, buf.size(), pipe.get())) text.append(buf.data(), got);
-  const int status = pclose(pipe.release());
-  if (status != 0) throw Skip(*tool + " -sass " + binary + " failed: " + text.substr(0, 300));
-  return parse(text);
+  const auto out = tools::run("PATH=" + tools::quote(dir) + ":\"$PATH\" " + tools::quote(*tool) + " -sass " +
+                              tools::quote(binary) + " 2>&1");
+  if (out.status != 0) throw Skip(*tool + " -sass " + binary + " failed: " + out.text.substr(0, 300));
+  return parse(out.text);
 }
 
 }  // namespace cml::sass
