@@ -12,7 +12,9 @@
 #include "cml/device.hpp"
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
+#include "cml/ncu.hpp"
 #include "cml/program.hpp"
+#include "cml/sass.hpp"
 #include "cml/sectors.hpp"
 #include "cml/stream.hpp"
 #include "cml/table.hpp"
@@ -90,18 +92,23 @@ bool run_copies(const Settings& s, Buffers& b, double memcpy_gbps, double peak, 
   return ok;
 }
 
+// Elements written by the sweep's copy for offset or stride k: the stride copy reads
+// n * stride elements, so its output shrinks with the stride and its input always spans
+// the working set; the offset copy leaves room for the largest offset (32).
+std::size_t sweep_n(bool offsets, std::size_t k, std::size_t bytes) {
+  return offsets ? bytes / 4 - 32 : bytes / 4 / k;
+}
+
 // Offset or stride sweep of float copies, with the model's L1 efficiency beside each.
 bool run_sweep(const Settings& s, Buffers& b, double memcpy_gbps, bool offsets, cudaStream_t stream) {
   const unsigned elem = 4;
-  // The stride copy reads n * stride elements: its output shrinks with the stride so its
-  // input always spans the working set. The offset copy leaves room for the largest offset.
   std::printf("\n== %s copy of floats over %s, %s ==\n", offsets ? "Offset" : "Stride",
               cml::format_bytes(s.bytes).c_str(), offsets ? "offsets 0..32" : "strides 1..32 (output = input / stride)");
   bool ok = true;
   cml::Table t(offsets ? "offset" : "stride",
                {offsets ? "offset" : "stride", "ms", "GB/s", "of cudaMemcpy", "model sectors/request", "model efficiency"});
   for (std::size_t k = offsets ? 0 : 1; k <= 32; ++k) {
-    const std::size_t n = offsets ? s.bytes / elem - 32 : s.bytes / elem / k;
+    const std::size_t n = sweep_n(offsets, k, s.bytes);
     const cml::Work w = [&, k, n](cudaStream_t st) {
       if (offsets) ch04::launch_offset_copy(b.in.data(), b.out.data(), n, k, elem, st);
       else ch04::launch_stride_copy(b.in.data(), b.out.data(), n, k, elem, st);
@@ -198,13 +205,59 @@ bool run_particles(const Settings& s, double memcpy_gbps, cudaStream_t stream) {
   return ok;
 }
 
+// Each sweep kernel launched once, in order (offsets 0..32, then strides 1..32): what
+// --dram profiles under ncu.
+void launch_sweep_once(const Settings& s, Buffers& b, cudaStream_t stream) {
+  for (const bool offsets : {true, false})
+    for (std::size_t k = offsets ? 0 : 1; k <= 32; ++k) {
+      const std::size_t n = sweep_n(offsets, k, s.bytes);
+      if (offsets) ch04::launch_offset_copy(b.in.data(), b.out.data(), n, k, 4, stream);
+      else ch04::launch_stride_copy(b.in.data(), b.out.data(), n, k, 4, stream);
+    }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// The bytes DRAM really moved for each sweep kernel (Nsight Compute: dram__bytes_read.sum),
+// beside the bytes the copy wanted: L2 absorbs part of what the L1 sector model charges.
+bool run_dram(const Settings& s, int device, cudaStream_t) {
+  std::printf("\n== DRAM bytes read by the sweeps (Nsight Compute) ==\n");
+  const std::vector<std::string> metrics = {"dram__bytes_read.sum", "dram__bytes_write.sum"};
+  const auto r = cml::ncu::profile({cml::sass::self_executable(), "--mode=profile-target", "--size=" + std::to_string(s.bytes),
+                                    "--device=" + std::to_string(device)},
+                                   "offset_copy|stride_copy", metrics, {"CML_TRACE=off"});
+  if (!r.ok) {
+    std::printf("(not measured: %s)\n", r.error.c_str());
+    return true;
+  }
+  if (r.kernels.size() != 33 + 32) {
+    std::printf("(ncu profiled %zu kernels, 65 expected: not shown)\n", r.kernels.size());
+    return true;
+  }
+  cml::Table t("dram", {"pattern", "k", "wanted MiB read", "DRAM MiB read", "DRAM / wanted", "L1 model moved / wanted"});
+  std::size_t i = 0;
+  for (const bool offsets : {true, false})
+    for (std::size_t k = offsets ? 0 : 1; k <= 32; ++k, ++i) {
+      const double wanted = static_cast<double>(sweep_n(offsets, k, s.bytes)) * 4;
+      const auto& v = r.kernels[i].values;
+      const double read = v.count(metrics[0]) ? v.at(metrics[0]) : 0;
+      const double eff = offsets ? cml::efficiency(0, 64, 1, k, 4) : cml::efficiency(0, 64, k, 0, 4);
+      t.row({offsets ? "offset" : "stride", std::to_string(k), fixed(wanted / (1 << 20), 1), fixed(read / (1 << 20), 1),
+             fixed(read / wanted, 3), fixed(1.0 / eff, 3)});
+    }
+  t.emit(s.csv, s.out);
+  std::printf("(the last column is what the L1 sector model would move per wanted byte)\n");
+  return true;
+}
+
 int run(int argc, char** argv) {
   cml::Cli cli("ch04",
                "Chapter 04 - global memory coalescing: your copies against cudaMemcpy, offset and stride\n"
                "sweeps beside the sector model, element sizes, records against arrays.\n"
                "Run it with ./lab run 04 [-- options]; check your steps with ./lab check 04.");
-  cli.choice("mode", "all", {"all", "copies", "offset", "stride", "sizes", "particles"}, "which part to run")
-      .size("size", 512ull << 20, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)");
+  cli.choice("mode", "all", {"all", "copies", "offset", "stride", "sizes", "particles", "profile-target"},
+             "which part to run (profile-target: each sweep kernel once, for ncu)")
+      .size("size", 512ull << 20, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
+      .flag("dram", "also read DRAM bytes of the sweeps with Nsight Compute (ncu)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   Settings s{cli.get_choice("mode"), cli.get_size("size"), cml::TimingOptions{cli.warmup(), cli.iters()}, cli.csv(),
              cli.out_dir()};
@@ -215,7 +268,7 @@ int run(int argc, char** argv) {
   const bool default_size = s.bytes == (512ull << 20);
   while (default_size && s.bytes / 2 * 7 + (256ull << 20) > facts.free_bytes && s.bytes > (16ull << 20)) s.bytes /= 2;
   cml::require_fits_device(s.bytes / 2 * 7, facts, "--size (two buffers, the particles as records and as arrays)");
-  std::printf("%s", cml::describe(facts).c_str());
+  if (s.mode != "profile-target") std::printf("%s", cml::describe(facts).c_str());
   if (!s.out.empty()) cml::device_table(facts).write_csv(s.out);
   if (s.bytes < 4 * facts.l2_bytes)
     std::printf("note: %s is less than 4x the %s L2: the figures measure L2 more than DRAM\n",
@@ -223,6 +276,10 @@ int run(int argc, char** argv) {
 
   cml::Stream stream;
   Buffers b(s.bytes);
+  if (s.mode == "profile-target") {
+    launch_sweep_once(s, b, stream);
+    return cml::kExitOk;
+  }
   const double memcpy_ms = time_ms([&](cudaStream_t st) {
     CUDA_CHECK(cudaMemcpyAsync(b.out.data(), b.in.data(), s.bytes, cudaMemcpyDeviceToDevice, st));
   }, stream, s);
@@ -243,6 +300,7 @@ int run(int argc, char** argv) {
   if (all || s.mode == "stride") ok &= run_sweep(s, b, memcpy_gbps, false, stream);
   if (all || s.mode == "sizes") ok &= run_sizes(s, b, memcpy_gbps, stream);
   if (all || s.mode == "particles") ok &= run_particles(s, memcpy_gbps, stream);
+  if (cli.get_flag("dram")) ok &= run_dram(s, cli.device(), stream);
   std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
   return ok ? cml::kExitOk : cml::kExitWrong;
 }
