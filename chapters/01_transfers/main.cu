@@ -393,8 +393,7 @@ int run(int argc, char** argv) {
   if (all || s.mode == "batch") ok &= run_batch(s, stream);
   if (all || s.mode == "crossover") ok &= run_crossover(s, stream);
   if (all || s.mode == "zerocopy") ok &= run_zerocopy(s, facts, stream);
-  std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
-  return ok ? cml::kExitOk : cml::kExitWrong;
+  return cml::finish(ok);
 }
 
 }  // namespace

@@ -455,8 +455,7 @@ int run(int argc, char** argv) {
                   "efficiency %.2f\n", r.speedup(), r.bound(), r.contention_bound(), r.efficiency());
     }
   }
-  std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
-  return ok ? cml::kExitOk : cml::kExitWrong;
+  return cml::finish(ok);
 }
 
 }  // namespace

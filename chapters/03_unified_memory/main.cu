@@ -416,8 +416,7 @@ int run(int argc, char** argv) {
   if (all || s.mode == "strategies") ok &= run_strategies(s, facts, table);
   if (all || s.mode == "back") ok &= run_way_back(s, facts, table);
   if (all || s.mode == "streams") ok &= run_streams(s, facts, table);
-  std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
-  return ok ? cml::kExitOk : cml::kExitWrong;
+  return cml::finish(ok);
 }
 
 }  // namespace

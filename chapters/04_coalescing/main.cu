@@ -301,8 +301,7 @@ int run(int argc, char** argv) {
   if (all || s.mode == "sizes") ok &= run_sizes(s, b, memcpy_gbps, stream);
   if (all || s.mode == "particles") ok &= run_particles(s, memcpy_gbps, stream);
   if (cli.get_flag("dram")) ok &= run_dram(s, cli.device(), stream);
-  std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
-  return ok ? cml::kExitOk : cml::kExitWrong;
+  return cml::finish(ok);
 }
 
 }  // namespace

@@ -10,4 +10,7 @@ namespace cml {
 // UsageError -> 2, Skip -> 77 ("SKIP: ..."), CudaError / anything else -> 1.
 int run_program(const std::function<int()>& body) noexcept;
 
+// A program's last line, "PASSED" or "FAILED", and its exit code (0 or 1).
+int finish(bool ok);
+
 }  // namespace cml

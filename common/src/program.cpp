@@ -27,4 +27,9 @@ int run_program(const std::function<int()>& body) noexcept {
   }
 }
 
+int finish(bool ok) {
+  std::printf("\n%s\n", ok ? "PASSED" : "FAILED");
+  return ok ? kExitOk : kExitWrong;
+}
+
 }  // namespace cml
