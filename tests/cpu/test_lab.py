@@ -470,6 +470,46 @@ class TestDiffAndReset(LabTestCase):
         self.assertEqual(self.copy.first.exercise.read_text(), mine)
 
 
+class TestSassTools(unittest.TestCase):
+    def test_sass_tools_found_beside_each_other_install_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            bin_dir = Path(d) / "bin"
+            bin_dir.mkdir()
+            for tool in ("cuobjdump", "nvdisasm"):
+                (bin_dir / tool).write_text("#!/bin/sh\n")
+            tc = lab.Toolchain(root=Path(d), env={"PATH": str(bin_dir)})
+            err = io.StringIO()
+            old = sys.stderr
+            sys.stderr = err
+            try:
+                lab.ensure_sass_tools(tc, Path(d))
+            finally:
+                sys.stderr = old
+            self.assertEqual(err.getvalue(), "")
+            self.assertFalse((Path(d) / ".venv").exists())
+
+    def test_sass_tools_missing_without_installs_is_a_note_not_an_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            tc = lab.Toolchain(root=Path(d), env={"PATH": d})
+            old_env = os.environ.get("CML_LAB_NO_INSTALL")
+            os.environ["CML_LAB_NO_INSTALL"] = "1"
+            err = io.StringIO()
+            old = sys.stderr
+            sys.stderr = err
+            try:
+                if Path("/usr/local/cuda/bin/cuobjdump").exists() and Path("/usr/local/cuda/bin/nvdisasm").exists():
+                    self.skipTest("this machine's toolkit has cuobjdump and nvdisasm")
+                lab.ensure_sass_tools(tc, Path(d))
+            finally:
+                sys.stderr = old
+                if old_env is None:
+                    os.environ.pop("CML_LAB_NO_INSTALL", None)
+                else:
+                    os.environ["CML_LAB_NO_INSTALL"] = old_env
+            self.assertIn("SASS checks will skip", err.getvalue())
+            self.assertFalse((Path(d) / ".venv").exists())
+
+
 class TestParsers(unittest.TestCase):
     def test_meson_summary_parser_gives_the_final_line(self):
         counts = lab.parse_meson_summary(SUMMARY_MIXED)
