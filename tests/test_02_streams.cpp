@@ -30,27 +30,9 @@ namespace {
 using ch02::HostInts;
 using ch02::Streams;
 
-// n ints in the learner's pinned buffers, device buffers, and the problem over them.
-struct Setup {
-  Setup(std::size_t n, int cycles) : in(n), out(n), d_in(n), d_out(n) {
-    std::minstd_rand rng(static_cast<unsigned>(n));
-    for (std::size_t i = 0; i < n; ++i) in.p[i] = static_cast<int>(rng());
-    p.host_in = in.p;
-    p.host_out = out.p;
-    p.device_in = d_in.data();
-    p.device_out = d_out.data();
-    p.n = n;
-    p.cycles = cycles;
-  }
-  cml::VerifyResult verify() const {
-    std::vector<int> want(p.n);
-    for (std::size_t i = 0; i < p.n; ++i) want[i] = ch02::expected(p.host_in[i], p.cycles, p.add_value);
-    return cml::compare_exact(p.host_out, want.data(), p.n);
-  }
-  void poison() { std::memset(out.p, 0xA5, p.n * sizeof(int)); }
-  HostInts in, out;
-  cml::DeviceBuffer<int> d_in, d_out;
-  ch02::Problem p;
+// n ints over the learner's buffers, seeded by n.
+struct Setup : ch02::Workload {
+  Setup(std::size_t n, int cycles) : Workload(n, static_cast<unsigned>(n), cycles) {}
 };
 
 bool is_pinned(const void* p) {
@@ -61,12 +43,13 @@ bool is_pinned(const void* p) {
 
 // The cycles value at which AddKernel over n ints takes about as long as copying them in.
 int balanced_cycles(Setup& s) {
+  const ch02::Problem& p = s.problem;
   cml::Stream st;
   const auto copy = cml::time_work([&](cudaStream_t x) {
-    CUDA_CHECK(cudaMemcpyAsync(s.p.device_in, s.p.host_in, s.p.n * sizeof(int), cudaMemcpyHostToDevice, x));
+    CUDA_CHECK(cudaMemcpyAsync(p.device_in, p.host_in, p.n * sizeof(int), cudaMemcpyHostToDevice, x));
   }, st, {1, 5});
   const auto kernel_at = [&](int c) {
-    return cml::time_work([&](cudaStream_t x) { ch02::launch_add(s.p.device_in, s.p.device_out, s.p.n, c, 3, x); },
+    return cml::time_work([&](cudaStream_t x) { ch02::launch_add(p.device_in, p.device_out, p.n, c, 3, x); },
                           st, {1, 5}).median_ms;
   };
   const double t0 = kernel_at(0), t1 = kernel_at(1024);
@@ -81,10 +64,10 @@ TEST_CASE("step 1: the sequential pipeline gives the right result through your b
   cml::test::device();
   Setup s(100003, 7);
   Streams streams(1);
-  s.poison();
-  ch02::run_sequential(s.p, streams.s.front());
+  ch02::poison(s.problem);
+  ch02::run_sequential(s.problem, streams.s.front());
   CUDA_CHECK(cudaDeviceSynchronize());
-  const auto r = s.verify();
+  const auto r = ch02::verify(s.problem);
   INFO(r.describe());
   CHECK(r.ok);
 }
@@ -116,10 +99,10 @@ TEST_CASE("step 2: the staged pipeline gives the right result", "[ch02][step2][c
   Setup s(1 << 20, 16);
   Streams streams(4);
   for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
-    s.poison();
-    ch02::run_staged(s.p, streams.s, 8, order);
+    ch02::poison(s.problem);
+    ch02::run_staged(s.problem, streams.s, 8, order);
     CUDA_CHECK(cudaDeviceSynchronize());
-    const auto r = s.verify();
+    const auto r = ch02::verify(s.problem);
     INFO((order == ch02::IssueOrder::Breadth ? "breadth-first: " : "depth-first: ") << r.describe());
     CHECK(r.ok);
   }
@@ -129,15 +112,15 @@ TEST_CASE("step 2: the staged pipeline overlaps copies with kernels on your stre
   cml::test::device();
   CML_REQUIRE_TRACING();
   Setup s(std::size_t{32} << 20, 0);  // 128 MiB each way
-  s.p.cycles = balanced_cycles(s);
+  s.problem.cycles = balanced_cycles(s);
   Streams streams(4);
   const std::size_t chunks = 16;
   // Depth-first: breadth-first with fewer streams than chunks serialises by stream order
   // itself (docs/02_streams.md), which is the plan's business (step 4), not this step's.
   cml::trace::Recorder recorder;
-  ch02::run_staged(s.p, streams.s, chunks, ch02::IssueOrder::Depth);
+  ch02::run_staged(s.problem, streams.s, chunks, ch02::IssueOrder::Depth);
   recorder.discard();  // the first run under the trace warms CUPTI up (cml/trace.hpp)
-  ch02::run_staged(s.p, streams.s, chunks, ch02::IssueOrder::Depth);
+  ch02::run_staged(s.problem, streams.s, chunks, ch02::IssueOrder::Depth);
   const auto t = recorder.stop();
   CML_REQUIRE_TRACE_OK(t);
   const auto kernels = t.kernels_named("AddKernel");
@@ -191,10 +174,10 @@ TEST_CASE("step 3: sizes the chunk count does not divide give the right result",
   for (const Shape sh : {Shape{8 * 1000 + 5, 8}, Shape{1000003, 7}, Shape{7, 8}, Shape{1, 4}, Shape{255, 256}}) {
     CAPTURE(sh.n, sh.chunks);
     Setup s(sh.n, 5);
-    s.poison();
-    ch02::run_staged(s.p, streams.s, sh.chunks, ch02::IssueOrder::Breadth);
+    ch02::poison(s.problem);
+    ch02::run_staged(s.problem, streams.s, sh.chunks, ch02::IssueOrder::Breadth);
     CUDA_CHECK(cudaDeviceSynchronize());
-    const auto r = s.verify();
+    const auto r = ch02::verify(s.problem);
     INFO(r.describe() << " (the last chunk is shorter: step 3)");
     CHECK(r.ok);
   }
@@ -207,9 +190,9 @@ TEST_CASE("step 3: every element is copied in and out exactly once, and after_ch
   Setup s(n, 5);
   Streams streams(3);
   std::vector<std::size_t> calls;
-  s.p.after_chunk = [&](std::size_t c, cudaStream_t) { calls.push_back(c); };
+  s.problem.after_chunk = [&](std::size_t c, cudaStream_t) { calls.push_back(c); };
   cml::trace::Recorder recorder;
-  ch02::run_staged(s.p, streams.s, chunks, ch02::IssueOrder::Depth);
+  ch02::run_staged(s.problem, streams.s, chunks, ch02::IssueOrder::Depth);
   const auto t = recorder.stop();
   CML_REQUIRE_TRACE_OK(t);
   std::uint64_t in = 0, out = 0;
@@ -241,21 +224,21 @@ TEST_CASE("step 4: your plan makes the staged pipeline at least 1.5x faster than
     REQUIRE(plan.chunks >= 2);
   }
   Setup s(n, 0);
-  s.p.cycles = balanced_cycles(s);
+  s.problem.cycles = balanced_cycles(s);
   Streams streams(plan.streams);
   cml::Stream stream;
-  const auto st = cml::time_interleaved({[&](cudaStream_t x) { ch02::run_sequential(s.p, x); },
-                                         [&](cudaStream_t) { ch02::run_staged(s.p, streams.s, plan.chunks, plan.order); }},
+  const auto st = cml::time_interleaved({[&](cudaStream_t x) { ch02::run_sequential(s.problem, x); },
+                                         [&](cudaStream_t) { ch02::run_staged(s.problem, streams.s, plan.chunks, plan.order); }},
                                         stream, {2, 7}, cml::Clock::Host);
   const double speedup = st[0].median_ms / st[1].median_ms;
-  INFO("at cycles " << s.p.cycles << " (kernel about as long as a copy): sequential " << cml::format_ms(st[0].median_ms)
+  INFO("at cycles " << s.problem.cycles << " (kernel about as long as a copy): sequential " << cml::format_ms(st[0].median_ms)
        << ", staged " << cml::format_ms(st[1].median_ms) << " = " << speedup << "x with " << plan.streams << " streams, "
        << plan.chunks << " chunks; want at least 1.5x (step 4: more chunks shorten the fill and drain)");
   CHECK(speedup >= 1.5);
-  s.poison();
-  ch02::run_staged(s.p, streams.s, plan.chunks, plan.order);
+  ch02::poison(s.problem);
+  ch02::run_staged(s.problem, streams.s, plan.chunks, plan.order);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const auto r = s.verify();
+  const auto r = ch02::verify(s.problem);
   INFO(r.describe());
   CHECK(r.ok);
 }

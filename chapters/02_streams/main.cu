@@ -56,30 +56,15 @@ struct Settings {
   std::string out;
 };
 
-// Everything one measurement needs: the learner's pinned buffers and device buffers.
-struct Work {
-  Work(std::size_t n, unsigned seed) : in(n), out(n), device_in(n), device_out(n) {
-    std::minstd_rand rng(seed);
-    for (std::size_t i = 0; i < n; ++i) in.p[i] = static_cast<int>(rng());
-    problem.host_in = in.p;
-    problem.host_out = out.p;
-    problem.device_in = device_in.data();
-    problem.device_out = device_out.data();
-    problem.n = n;
-  }
-  // Poisons the output, runs `run` and waits, then checks every element.
-  cml::VerifyResult check(const std::function<void(const ch02::Problem&)>& run, const ch02::Problem& p) {
-    std::memset(p.host_out, 0xA5, p.n * sizeof(int));
-    run(p);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<int> want(p.n);
-    for (std::size_t i = 0; i < p.n; ++i) want[i] = ch02::expected(p.host_in[i], p.cycles, p.add_value);
-    return cml::compare_exact(p.host_out, want.data(), p.n);
-  }
-  HostInts in, out;
-  cml::DeviceBuffer<int> device_in, device_out;
-  ch02::Problem problem;
-};
+using ch02::Workload;
+
+// Poisons the output, runs `run` over p and waits, then checks every element.
+cml::VerifyResult check(const std::function<void(const ch02::Problem&)>& run, const ch02::Problem& p) {
+  ch02::poison(p);
+  run(p);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return ch02::verify(p);
+}
 
 // ---- Phases and bounds ------------------------------------------------------------------
 
@@ -202,7 +187,7 @@ const std::vector<Breaker>& breakers() {
 // Runs the learner's pipeline with one breaker applied; the returned function runs it once.
 class BrokenRun {
  public:
-  BrokenRun(const std::string& breaker, Work& work, const ch02::Plan& plan)
+  BrokenRun(const std::string& breaker, Workload& work, const ch02::Plan& plan)
       : plan_(plan), problem_(work.problem) {
     const int count = plan.streams;
     if (breaker == "null-stream") {
@@ -282,7 +267,7 @@ class BrokenRun {
   std::vector<void*> leaked_device_, leaked_host_;
 };
 
-bool run_breakers(const Settings& s, Work& work, const ch02::Plan& plan, cudaStream_t stream) {
+bool run_breakers(const Settings& s, Workload& work, const ch02::Plan& plan, cudaStream_t stream) {
   std::printf("\n== What breaks concurrency (cycles %d, %d streams, %zu chunks, %s-first) ==\n", work.problem.cycles,
               plan.streams, plan.chunks, order_name(plan.order));
   bool ok = true;
@@ -291,7 +276,7 @@ bool run_breakers(const Settings& s, Work& work, const ch02::Plan& plan, cudaStr
   for (const Breaker& b : breakers()) {
     if (s.breaker != "all" && s.breaker != b.name && b.name != "none") continue;
     BrokenRun broken(b.name, work, plan);
-    const auto r = work.check([&](const ch02::Problem&) { broken.run(); }, broken.problem());
+    const auto r = check([&](const ch02::Problem&) { broken.run(); }, broken.problem());
     broken.release();
     ok &= cml::report(r, "staged with breaker " + b.name);
     const Overlap o = traced([&] {
@@ -320,7 +305,7 @@ bool run_breakers(const Settings& s, Work& work, const ch02::Plan& plan, cudaStr
 
 // ---- Modes ---------------------------------------------------------------------------------------
 
-bool run_plan_sweep(const Settings& s, Work& work, const Phases& ph, cudaStream_t stream) {
+bool run_plan_sweep(const Settings& s, Workload& work, const Phases& ph, cudaStream_t stream) {
   std::printf("\n== Streams x chunks x issue order at cycles %d ==\n", work.problem.cycles);
   cml::Table plans("plan_choices", {"streams", "chunks", "issue", "staged ms", "speed-up", "efficiency"});
   double best = 0;
@@ -392,7 +377,7 @@ int run(int argc, char** argv) {
     std::printf("asyncEngineCount = 0: this GPU cannot copy while a kernel runs; staging cannot help\n");
 
   cml::Stream stream;
-  Work work(s.n, 5);
+  Workload work(s.n, 5, 0);
   const ch02::Plan plan = effective_plan(s, facts);
   Streams streams(plan.streams);
   const Phases ph = measure_copies(work.problem, s);
@@ -404,10 +389,10 @@ int run(int argc, char** argv) {
               s.streams || s.chunks || s.issue != "plan" ? " (from the command line)" : " (your choose_plan)");
 
   bool ok = true;
-  ok &= cml::report(work.check([&](const ch02::Problem& p) { ch02::run_sequential(p, stream); }, work.problem),
+  ok &= cml::report(check([&](const ch02::Problem& p) { ch02::run_sequential(p, stream); }, work.problem),
                     "sequential");
   if (s.mode != "sequential")
-    ok &= cml::report(work.check([&](const ch02::Problem& p) { ch02::run_staged(p, streams.s, plan.chunks, plan.order); },
+    ok &= cml::report(check([&](const ch02::Problem& p) { ch02::run_staged(p, streams.s, plan.chunks, plan.order); },
                                  work.problem),
                       "staged");
   if (!ok) return cml::finish(false);  // no measurement of a pipeline that computes wrong
