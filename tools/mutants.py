@@ -48,6 +48,28 @@ MUTANTS = {
            "void prefetch_to_cpu(const Lane& lane) { (void)lane; }")],
          "[step4][mechanism]", "prefetch the data to the host"),
     ],
+    "04_coalescing": [
+        ("one block",
+         [("copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>", "copy_coalesced_kernel<<<1, 256, 0, stream>>>")],
+         "[step1][perf]", "want 0.7: launch grid_for"),
+        ("float4 built from four float loads",
+         [("  const auto* in4 = reinterpret_cast<const float4*>(in);",
+           "  const auto in4 = [in](std::size_t g) {\n"
+           "    return make_float4(in[4 * g], in[4 * g + 1], in[4 * g + 2], in[4 * g + 3]);\n  };"),
+          ("v[u] = in4[i + u * step];", "v[u] = in4(i + u * step);"),
+          ("out4[i] = in4[i];", "out4[i] = in4(i);")],
+         "[step2][mechanism]", "load float4 through"),
+        ("arrays updated by one block",
+         [("advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>", "advance_soa_kernel<<<1, 256, 0, stream>>>")],
+         "[step3][perf]", "want 1.5x"),
+        ("a run of 32 elements per thread",
+         [("  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step)\n"
+           "    out[i] = in[i] * factor;",
+           "  const std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n"
+           "  for (std::size_t first = t * 32; first < n; first += step * 32)\n"
+           "    for (std::size_t i = first; i < first + 32 && i < n; ++i) out[i] = in[i] * factor;")],
+         "[step4]", "consecutive threads must read consecutive elements"),
+    ],
     "01_transfers": [
         ("one copy per piece",
          [("  launch_unpack(staging.device, batch, stream);\n}",

@@ -16,6 +16,8 @@ namespace ch04 {
 // TODO(1): one block cannot keep the memory system busy: launch grid_for(n) blocks of 256
 // threads and let each thread step through the array by the whole grid's width
 // (i += gridDim.x * blockDim.x), so consecutive threads always touch consecutive floats.
+// Then keep several loads in flight per thread: load four elements one grid-width apart
+// before storing any (one 4-byte load per thread leaves the H200 near 0.72 of cudaMemcpy).
 __global__ void copy_coalesced_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
 }
