@@ -99,6 +99,15 @@ std::size_t sweep_n(bool offsets, std::size_t k, std::size_t bytes) {
   return offsets ? bytes / 4 - 32 : bytes / 4 / k;
 }
 
+// The sweep's copy for offset or stride k, over sweep_n elements.
+cml::Work sweep_copy(Buffers& b, bool offsets, std::size_t k, std::size_t bytes) {
+  const std::size_t n = sweep_n(offsets, k, bytes);
+  return [&b, offsets, k, n](cudaStream_t st) {
+    if (offsets) ch04::launch_offset_copy(b.in.data(), b.out.data(), n, k, 4, st);
+    else ch04::launch_stride_copy(b.in.data(), b.out.data(), n, k, 4, st);
+  };
+}
+
 // Offset or stride sweep of float copies, with the model's L1 efficiency beside each.
 bool run_sweep(const Settings& s, Buffers& b, double memcpy_gbps, bool offsets, cudaStream_t stream) {
   const unsigned elem = 4;
@@ -109,10 +118,7 @@ bool run_sweep(const Settings& s, Buffers& b, double memcpy_gbps, bool offsets, 
                {offsets ? "offset" : "stride", "ms", "GB/s", "of cudaMemcpy", "model sectors/request", "model efficiency"});
   for (std::size_t k = offsets ? 0 : 1; k <= 32; ++k) {
     const std::size_t n = sweep_n(offsets, k, s.bytes);
-    const cml::Work w = [&, k, n](cudaStream_t st) {
-      if (offsets) ch04::launch_offset_copy(b.in.data(), b.out.data(), n, k, elem, st);
-      else ch04::launch_stride_copy(b.in.data(), b.out.data(), n, k, elem, st);
-    };
+    const cml::Work w = sweep_copy(b, offsets, k, s.bytes);
     if (k == 0 || k == 1 || k == 2 || k == 31 || k == 32) {  // a few checked in full
       w(stream);
       CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -209,19 +215,19 @@ bool run_particles(const Settings& s, double memcpy_gbps, cudaStream_t stream) {
 // --dram profiles under ncu.
 void launch_sweep_once(const Settings& s, Buffers& b, cudaStream_t stream) {
   for (const bool offsets : {true, false})
-    for (std::size_t k = offsets ? 0 : 1; k <= 32; ++k) {
-      const std::size_t n = sweep_n(offsets, k, s.bytes);
-      if (offsets) ch04::launch_offset_copy(b.in.data(), b.out.data(), n, k, 4, stream);
-      else ch04::launch_stride_copy(b.in.data(), b.out.data(), n, k, 4, stream);
-    }
+    for (std::size_t k = offsets ? 0 : 1; k <= 32; ++k) sweep_copy(b, offsets, k, s.bytes)(stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-// The bytes DRAM really moved for each sweep kernel (Nsight Compute: dram__bytes_read.sum),
-// beside the bytes the copy wanted: L2 absorbs part of what the L1 sector model charges.
-bool run_dram(const Settings& s, int device, cudaStream_t) {
-  std::printf("\n== DRAM bytes read by the sweeps (Nsight Compute) ==\n");
-  const std::vector<std::string> metrics = {"dram__bytes_read.sum", "dram__bytes_write.sum"};
+// What each sweep kernel cost beyond L1 (Nsight Compute on this program's profile-target
+// mode): the L2 requests and sectors its loads made, and the bytes DRAM really moved,
+// beside the bytes the copy wanted. The sector model counts L1 sectors; L2 and DRAM are
+// where the time goes.
+bool run_dram(const Settings& s, Buffers& b, int device, cudaStream_t stream) {
+  std::printf("\n== L2 and DRAM behind the sweeps (Nsight Compute) ==\n");
+  const std::vector<std::string> metrics = {"dram__bytes_read.sum", "dram__bytes_write.sum",
+                                            "lts__t_requests_srcunit_tex_op_read.sum",
+                                            "lts__t_sectors_srcunit_tex_op_read.sum"};
   const auto r = cml::ncu::profile({cml::sass::self_executable(), "--mode=profile-target", "--size=" + std::to_string(s.bytes),
                                     "--device=" + std::to_string(device)},
                                    "offset_copy|stride_copy", metrics, {"CML_TRACE=off"});
@@ -233,19 +239,26 @@ bool run_dram(const Settings& s, int device, cudaStream_t) {
     std::printf("(ncu profiled %zu kernels, 65 expected: not shown)\n", r.kernels.size());
     return true;
   }
-  cml::Table t("dram", {"pattern", "k", "wanted MiB read", "DRAM MiB read", "DRAM / wanted", "L1 model moved / wanted"});
+  cml::Table t("dram", {"pattern", "k", "ms", "model L1 sectors/request", "L2 sectors/request", "L2 requests/request",
+                        "DRAM read / wanted", "model L1 moved / wanted", "DRAM GB/s (read + write)"});
   std::size_t i = 0;
   for (const bool offsets : {true, false})
     for (std::size_t k = offsets ? 0 : 1; k <= 32; ++k, ++i) {
-      const double wanted = static_cast<double>(sweep_n(offsets, k, s.bytes)) * 4;
-      const auto& v = r.kernels[i].values;
-      const double read = v.count(metrics[0]) ? v.at(metrics[0]) : 0;
+      const std::size_t n = sweep_n(offsets, k, s.bytes);
+      const double ms = time_ms(sweep_copy(b, offsets, k, s.bytes), stream, s);
+      const double wanted = static_cast<double>(n) * 4, requests = static_cast<double>(n) / 32;  // one per warp
+      const auto value = [&](std::size_t m) {
+        const auto& v = r.kernels[i].values;
+        return v.count(metrics[m]) ? v.at(metrics[m]) : 0.0;
+      };
+      const double spr = offsets ? cml::sectors_per_request(0, 64, 1, k, 4) : cml::sectors_per_request(0, 64, k, 0, 4);
       const double eff = offsets ? cml::efficiency(0, 64, 1, k, 4) : cml::efficiency(0, 64, k, 0, 4);
-      t.row({offsets ? "offset" : "stride", std::to_string(k), fixed(wanted / (1 << 20), 1), fixed(read / (1 << 20), 1),
-             fixed(read / wanted, 3), fixed(1.0 / eff, 3)});
+      t.row({offsets ? "offset" : "stride", std::to_string(k), fixed(ms, 3), fixed(spr, 2), fixed(value(3) / requests, 2),
+             fixed(value(2) / requests, 2), fixed(value(0) / wanted, 3), fixed(1.0 / eff, 3),
+             fixed(cml::gbps(static_cast<std::size_t>(value(0) + value(1)), ms), 0)});
     }
   t.emit(s.csv, s.out);
-  std::printf("(the last column is what the L1 sector model would move per wanted byte)\n");
+  std::printf("(requests: one per warp and load instruction; DRAM GB/s: the bytes DRAM moved over the time)\n");
   return true;
 }
 
@@ -257,7 +270,7 @@ int run(int argc, char** argv) {
   cli.choice("mode", "all", {"all", "copies", "offset", "stride", "sizes", "particles", "profile-target"},
              "which part to run (profile-target: each sweep kernel once, for ncu)")
       .size("size", 512ull << 20, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
-      .flag("dram", "also read DRAM bytes of the sweeps with Nsight Compute (ncu)");
+      .flag("dram", "also read the sweeps' L2 and DRAM counters with Nsight Compute (ncu)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   Settings s{cli.get_choice("mode"), cli.get_size("size"), cml::TimingOptions{cli.warmup(), cli.iters()}, cli.csv(),
              cli.out_dir()};
@@ -300,7 +313,7 @@ int run(int argc, char** argv) {
   if (all || s.mode == "stride") ok &= run_sweep(s, b, memcpy_gbps, false, stream);
   if (all || s.mode == "sizes") ok &= run_sizes(s, b, memcpy_gbps, stream);
   if (all || s.mode == "particles") ok &= run_particles(s, memcpy_gbps, stream);
-  if (cli.get_flag("dram")) ok &= run_dram(s, cli.device(), stream);
+  if (cli.get_flag("dram")) ok &= run_dram(s, b, cli.device(), stream);
   return cml::finish(ok);
 }
 

@@ -5,7 +5,8 @@
 
 offset.png and stride.png: effective bandwidth against the offset or the stride, as a
 fraction of cudaMemcpy, with the sector model's efficiency drawn over it (the Best
-Practices Guide's figures, measured).
+Practices Guide's figures, measured), and, when dram.csv is there (run with --dram), the
+fraction of the bytes DRAM read that the copy wanted.
 """
 import sys
 from pathlib import Path
@@ -23,6 +24,10 @@ def plot(folder, name, label):
     ax.plot(x, [float(r["of cudaMemcpy"]) for r in rows], marker="o", label="measured: effective GB/s / cudaMemcpy")
     ax.plot(x, [float(r["model efficiency"]) for r in rows], linestyle="--",
             label="sector model: wanted bytes / moved bytes (L1)")
+    if (folder / "dram.csv").exists():
+        dram = [r for r in read_csv(folder / "dram.csv") if r["pattern"] == name]
+        ax.plot([int(r["k"]) for r in dram], [1 / float(r["DRAM read / wanted"]) for r in dram], linestyle=":",
+                marker=".", label="Nsight Compute: wanted bytes / DRAM bytes read")
     ax.set_xlabel(f"{name} (floats)")
     ax.set_ylim(0, 1.1)
     ax.set_ylabel("fraction")
