@@ -5,6 +5,7 @@
 //   ./lab run 04                         everything, with your exercise.cu
 //   ./lab run 04 -- --mode=offset        one part: copies | offset | stride | sizes | particles
 //   ./lab run 04 -- --size=2G            a larger working set (default 512 MiB)
+//   ./lab run 04 -- --dram               also the sweeps' L2 and DRAM counters, from ncu
 #include "coalescing.cuh"
 
 #include "cml/buffers.hpp"
