@@ -278,10 +278,18 @@ int run(int argc, char** argv) {
   s.bytes = s.bytes / 1024 * 1024;
 
   const cml::DeviceFacts facts = cml::select_device(cli.device());
-  // The default working set shrinks on a GPU with less memory; one asked for does not.
-  const bool default_size = s.bytes == (512ull << 20);
-  while (default_size && s.bytes / 2 * 7 + (256ull << 20) > facts.free_bytes && s.bytes > (16ull << 20)) s.bytes /= 2;
-  cml::require_fits_device(s.bytes / 2 * 7, facts, "--size (two buffers, the particles as records and as arrays)");
+  // Two buffers of s.bytes, then the particles as records and as arrays: 3.5 x s.bytes.
+  const auto needed = [](std::uint64_t bytes) { return bytes / 2 * 7; };
+  if (!cli.given("size")) {
+    // The default working set shrinks on a GPU with less free memory, down to 16 MiB; a
+    // size asked for does not (it fits, or the command line was wrong: exit 2).
+    while (needed(s.bytes) + cml::kDeviceHeadroom > facts.free_bytes && s.bytes > (16ull << 20)) s.bytes /= 2;
+    if (needed(s.bytes) + cml::kDeviceHeadroom > facts.free_bytes)
+      throw cml::Skip(facts.name + " has " + cml::format_bytes(facts.free_bytes) + " of device memory free; chapter 04 "
+                      "needs " + cml::format_bytes(needed(s.bytes) + cml::kDeviceHeadroom) +
+                      " at least (is another process using the GPU?)");
+  }
+  cml::require_fits_device(needed(s.bytes), facts, "--size (two buffers, the particles as records and as arrays)");
   if (s.mode != "profile-target") std::printf("%s", cml::describe(facts).c_str());
   if (!s.out.empty()) cml::device_table(facts).write_csv(s.out);
   if (s.bytes < 4 * facts.l2_bytes)

@@ -45,6 +45,8 @@ class Cli {
   const std::string& get_choice(const std::string& key) const;
   bool get_flag(const std::string& key) const;
   const std::string& get_text(const std::string& key) const;
+  // Whether the command line set `key` (a default the program may adapt was not).
+  bool given(const std::string& key) const;
 
   int device() const { return static_cast<int>(get_int("device")); }
   int iters() const { return static_cast<int>(get_int("iters")); }
@@ -67,6 +69,7 @@ class Cli {
     std::uint64_t size_lo = 0, size_hi = 0;  // Size
     std::vector<std::string> choices;      // Choice
     std::string value;                     // the text, default or given
+    bool given = false;                    // set on the command line
   };
   Cli& add(const std::string& key, Option opt);
   const Option& find(const std::string& key, Kind kind) const;

@@ -52,10 +52,13 @@ std::optional<std::string> cuda_unavailable_reason();
 // UsageError when `index` is not a device of this machine.
 DeviceFacts select_device(int index);
 
+// Device memory a program leaves free beyond its own buffers (the runtime's, the tools').
+constexpr std::uint64_t kDeviceHeadroom = 256ull << 20;
+
 // Throws UsageError when `bytes` (named `what`, e.g. "--size=64G") does not fit in the
 // device memory that is free now, keeping `headroom` for the runtime.
 void require_fits_device(std::uint64_t bytes, const DeviceFacts& facts, const std::string& what,
-                         std::uint64_t headroom = 256ull << 20);
+                         std::uint64_t headroom = kDeviceHeadroom);
 
 // Throws Skip with `why` unless `ok`: a feature this program needs is missing.
 void require_feature(bool ok, const std::string& why);

@@ -152,6 +152,7 @@ bool Cli::parse(int argc, const char* const* argv) {
     auto it = options_.find(key);
     if (it == options_.end()) throw UsageError("unknown option --" + key + " (see --help)");
     Option& o = it->second;
+    o.given = true;
     if (o.kind == Kind::Flag) {
       if (!has_value) value = "true";
       const std::string v = lower(value);
@@ -208,6 +209,12 @@ const Cli::Option& Cli::find(const std::string& key, Kind kind) const {
   if (it == options_.end() || it->second.kind != kind)
     throw std::logic_error("Cli: option --" + key + " is not registered with that type");
   return it->second;
+}
+
+bool Cli::given(const std::string& key) const {
+  auto it = options_.find(key);
+  if (it == options_.end()) throw std::logic_error("Cli: option --" + key + " is not registered");
+  return it->second.given;
 }
 
 std::uint64_t Cli::get_size(const std::string& key) const {

@@ -108,3 +108,13 @@ TEST_CASE("a bad command line is one UsageError naming the option", "[cpu][cli]"
   auto small = make_cli();
   CHECK_THROWS_WITH(parse(small, {"--size=2"}), cml::test::Contains("out of range"));
 }
+
+TEST_CASE("given tells a value set on the command line from a default, even an equal one", "[cpu][cli]") {
+  auto cli = make_cli();
+  REQUIRE(parse(cli, {"--size=1024", "--mode=b"}));
+  CHECK(cli.given("size"));
+  CHECK(cli.given("mode"));
+  CHECK_FALSE(cli.given("streams"));
+  CHECK(cli.get_int("streams") == 4);
+  CHECK_THROWS_AS(cli.given("nonsense"), std::logic_error);
+}
