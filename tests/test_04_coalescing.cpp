@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,14 +68,34 @@ std::size_t large_n() {
   return bytes / 4;
 }
 
+// cudaMemcpy device to device of a's first n floats: the ceiling the copies are held to.
+cml::Work memcpy_work(const Arrays& a, std::size_t n) {
+  return [&a, n](cudaStream_t x) {
+    CUDA_CHECK(cudaMemcpyAsync(a.out.data(), a.in.data(), n * 4, cudaMemcpyDeviceToDevice, x));
+  };
+}
+
 // The copy's speed as a fraction of cudaMemcpy device to device, timed interleaved.
 double fraction_of_memcpy(const cml::Work& copy, const Arrays& a, std::size_t n) {
   cml::Stream s;
-  const auto st = cml::time_interleaved(
-      {[&](cudaStream_t x) { CUDA_CHECK(cudaMemcpyAsync(a.out.data(), a.in.data(), n * 4, cudaMemcpyDeviceToDevice, x)); },
-       copy},
-      s, {2, 10});
+  const auto st = cml::time_interleaved({memcpy_work(a, n), copy}, s, {2, 10});
   return st[0].median_ms / st[1].median_ms;
+}
+
+// For each n: runs `launch(in, out, n, stream)` over fresh arrays and checks out[i] ==
+// f(in[i]) for i < n, and nothing written past n.
+template <typename Launch, typename F>
+void check_elementwise(std::initializer_list<std::size_t> sizes, Launch launch, F f, const char* note = "") {
+  for (const std::size_t n : sizes) {
+    CAPTURE(n);
+    Arrays a(n);
+    cml::Stream s;
+    launch(a.in.data(), a.out.data(), n, s.get());
+    s.synchronize();
+    const auto r = a.verify(n, f);
+    INFO(r.describe() << note);
+    CHECK(r.ok);
+  }
 }
 
 const std::vector<std::string> kLoadMetrics = {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -154,16 +175,7 @@ TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
 
 TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04][step1][correctness]") {
   cml::test::device();
-  for (const std::size_t n : {std::size_t{1}, std::size_t{37}, std::size_t{(1u << 20) + 3}}) {
-    CAPTURE(n);
-    Arrays a(n);
-    cml::Stream s;
-    ch04::copy_coalesced(a.in.data(), a.out.data(), n, s);
-    s.synchronize();
-    const auto r = a.verify(n, [](float x) { return x; });
-    INFO(r.describe());
-    CHECK(r.ok);
-  }
+  check_elementwise({1, 37, (1u << 20) + 3}, ch04::copy_coalesced, [](float x) { return x; });
 }
 
 TEST_CASE("step 1: copy_coalesced reaches at least 0.7 of cudaMemcpy", "[ch04][step1][perf]") {
@@ -180,18 +192,8 @@ TEST_CASE("step 1: copy_coalesced reaches at least 0.7 of cudaMemcpy", "[ch04][s
 
 TEST_CASE("step 2: copy_vectorized copies every element, tails included", "[ch04][step2][correctness]") {
   cml::test::device();
-  for (const std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4}, std::size_t{5},
-                              std::size_t{1023}, std::size_t{(1u << 20) + 1}, std::size_t{(1u << 20) + 2},
-                              std::size_t{(1u << 20) + 3}}) {
-    CAPTURE(n);
-    Arrays a(n);
-    cml::Stream s;
-    ch04::copy_vectorized(a.in.data(), a.out.data(), n, s);
-    s.synchronize();
-    const auto r = a.verify(n, [](float x) { return x; });
-    INFO(r.describe() << " (the last n % 4 floats are the tail: step 2)");
-    CHECK(r.ok);
-  }
+  check_elementwise({1, 2, 3, 4, 5, 1023, (1u << 20) + 1, (1u << 20) + 2, (1u << 20) + 3}, ch04::copy_vectorized,
+                    [](float x) { return x; }, " (the last n % 4 floats are the tail: step 2)");
 }
 
 TEST_CASE("step 2: copy_vectorized_kernel loads 16 bytes per instruction (LDG.E.128)", "[ch04][step2][mechanism]") {
@@ -275,16 +277,9 @@ TEST_CASE("step 3: the arrays version is at least 1.5x faster than the records v
 
 TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch04][step4][correctness]") {
   cml::test::device();
-  for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{(1u << 20) + 5}}) {
-    CAPTURE(n);
-    Arrays a(n);
-    cml::Stream s;
-    ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s);
-    s.synchronize();
-    const auto r = a.verify(n, [](float x) { return x * 3.0f; });
-    INFO(r.describe());
-    CHECK(r.ok);
-  }
+  check_elementwise({1, 33, (1u << 20) + 5},
+                    [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 3.0f, s); },
+                    [](float x) { return x * 3.0f; });
 }
 
 // scale moves the same bytes as the chapter's own one-float-per-thread coalesced copy
@@ -296,8 +291,7 @@ TEST_CASE("step 4: scale runs as fast as the chapter's plain coalesced copy", "[
   cml::Stream s;
   const auto st = cml::time_interleaved(
       {[&](cudaStream_t x) { ch04::launch_offset_copy(a.in.data(), a.out.data(), n, 0, 4, x); },
-       [&](cudaStream_t x) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, x); },
-       [&](cudaStream_t x) { CUDA_CHECK(cudaMemcpyAsync(a.out.data(), a.in.data(), n * 4, cudaMemcpyDeviceToDevice, x)); }},
+       [&](cudaStream_t x) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, x); }, memcpy_work(a, n)},
       s, {2, 10});
   const double f = st[0].median_ms / st[1].median_ms;
   INFO("scale over " << cml::format_bytes(n * 4) << " took " << cml::format_ms(st[1].median_ms) << ", the plain coalesced "

@@ -364,10 +364,9 @@ bool run_zerocopy(const Settings& s, const cml::DeviceFacts& facts, cudaStream_t
 }
 
 int run(int argc, char** argv) {
-  cml::Cli cli("ch01",
+  cml::Cli cli = cml::chapter_cli("01",
                "Chapter 01 - host<->device transfers: pageable vs pinned vs registered memory,\n"
-               "many small copies vs one batched copy, zero-copy mapped memory.\n"
-               "Run it with ./lab run 01 [-- options]; check your steps with ./lab check 01.");
+               "many small copies vs one batched copy, zero-copy mapped memory.");
   cli.choice("mode", "all", {"all", "bandwidth", "batch", "crossover", "zerocopy"}, "which part to run")
       .size("size", 256ull << 20, 4096, 1ull << 40, "largest transfer of the sweep, and the zero-copy buffer")
       .integer("pieces", 1024, 1, 1 << 20, "small pieces in the batching comparison")

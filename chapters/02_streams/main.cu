@@ -342,10 +342,9 @@ ch02::Plan effective_plan(const Settings& s, const cml::DeviceFacts& facts) {
 }
 
 int run(int argc, char** argv) {
-  cml::Cli cli("ch02",
+  cml::Cli cli = cml::chapter_cli("02",
                "Chapter 02 - overlapping transfers and kernels with streams: sequential copy-in, kernel,\n"
-               "copy-out against your staged pipeline, the bounds, and what serialises a pipeline.\n"
-               "Run it with ./lab run 02 [-- options]; check your steps with ./lab check 02.");
+               "copy-out against your staged pipeline, the bounds, and what serialises a pipeline.");
   std::vector<std::string> breaker_names = {"all"};
   for (const auto& b : breakers()) breaker_names.push_back(b.name);
   cli.choice("mode", "staged", {"staged", "sequential", "shmoo", "plan"}, "what to measure")

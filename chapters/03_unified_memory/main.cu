@@ -382,10 +382,9 @@ bool run_streams(const Settings& s, const cml::DeviceFacts& facts, const cml::Ma
 }
 
 int run(int argc, char** argv) {
-  cml::Cli cli("ch03",
+  cml::Cli cli = cml::chapter_cli("03",
                "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
-               "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.\n"
-               "Run it with ./lab run 03 [-- options]; check your steps with ./lab check 03.");
+               "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.");
   cli.choice("mode", "all", {"all", "threads", "strategies", "back", "streams"}, "which part to run")
       .size("size", 256ull << 20, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
       .integer("threads", 4, 1, 64, "host threads, each with its own stream and buffer")

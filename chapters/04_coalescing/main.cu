@@ -264,10 +264,9 @@ bool run_dram(const Settings& s, Buffers& b, int device, cudaStream_t stream) {
 }
 
 int run(int argc, char** argv) {
-  cml::Cli cli("ch04",
+  cml::Cli cli = cml::chapter_cli("04",
                "Chapter 04 - global memory coalescing: your copies against cudaMemcpy, offset and stride\n"
-               "sweeps beside the sector model, element sizes, records against arrays.\n"
-               "Run it with ./lab run 04 [-- options]; check your steps with ./lab check 04.");
+               "sweeps beside the sector model, element sizes, records against arrays.");
   cli.choice("mode", "all", {"all", "copies", "offset", "stride", "sizes", "particles", "profile-target"},
              "which part to run (profile-target: each sweep kernel once, for ncu)")
       .size("size", 512ull << 20, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")

@@ -79,4 +79,8 @@ class Cli {
   std::map<std::string, Option> options_;
 };
 
+// The command line of chapter `num`'s program ("ch" + num): its summary, then how to run
+// it and check the learner's steps with ./lab, at the top of --help.
+Cli chapter_cli(const std::string& num, const std::string& summary);
+
 }  // namespace cml

@@ -92,6 +92,11 @@ Cli::Cli(std::string program, std::string summary)
   text("out", "", "also write each table as a CSV file into this folder");
 }
 
+Cli chapter_cli(const std::string& num, const std::string& summary) {
+  return Cli("ch" + num, summary + "\nRun it with ./lab run " + num + " [-- options]; check your steps with ./lab check " +
+                             num + ".");
+}
+
 Cli& Cli::add(const std::string& key, Option opt) {
   if (options_.count(key) == 0) order_.push_back(key);
   options_[key] = std::move(opt);

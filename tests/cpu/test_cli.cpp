@@ -118,3 +118,11 @@ TEST_CASE("given tells a value set on the command line from a default, even an e
   CHECK(cli.get_int("streams") == 4);
   CHECK_THROWS_AS(cli.given("nonsense"), std::logic_error);
 }
+
+TEST_CASE("a chapter's command line is named chNN and its help says how to run and check it", "[cpu][cli]") {
+  auto cli = cml::chapter_cli("07", "Chapter 07 - something.");
+  const std::string help = cli.usage();
+  CHECK_THAT(help, cml::test::Contains("ch07"));
+  CHECK_THAT(help, cml::test::Contains("Chapter 07 - something.\nRun it with ./lab run 07 [-- options]; check your steps "
+                                       "with ./lab check 07."));
+}
