@@ -3,6 +3,8 @@
 // CUPTI parameter structs; every other call is recorded by name only.
 #include "cml/api_trace.hpp"
 
+#include "cupti_error.hpp"
+
 #include <cupti.h>  // brings the runtime calls' parameter structs (generated_cuda_runtime_api_meta.h)
 
 #include <atomic>
@@ -23,12 +25,6 @@ State& state() {
   return *s;
 }
 std::atomic<bool> g_active{false};
-
-std::string failure(CUptiResult r, const char* what) {
-  const char* text = nullptr;
-  cuptiGetResultString(r, &text);
-  return std::string(what) + ": " + (text ? text : "unknown CUPTI error");
-}
 
 void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
@@ -101,12 +97,12 @@ Recorder::Recorder() {
     s.calls.clear();
   }
   if (const CUptiResult r = cuptiSubscribe(&s.subscriber, on_call, nullptr); r != CUPTI_SUCCESS) {
-    error_ = failure(r, "cuptiSubscribe");
+    error_ = cupti_failure(r, "cuptiSubscribe");
     s.subscriber = nullptr;
     return;
   }
   if (const CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API); r != CUPTI_SUCCESS) {
-    error_ = failure(r, "cuptiEnableDomain");
+    error_ = cupti_failure(r, "cuptiEnableDomain");
     cuptiUnsubscribe(s.subscriber);
     s.subscriber = nullptr;
   }
