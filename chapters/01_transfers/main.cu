@@ -37,13 +37,13 @@ using cml::fixed;
 using cml::format_bytes;
 
 struct Settings {
-  std::string mode;
-  std::size_t max_bytes;
-  std::size_t pieces;
-  std::size_t piece_bytes;
-  int reads;
+  std::string mode = "all";
+  std::size_t max_bytes = 256ull << 20;
+  std::size_t pieces = 1024;
+  std::size_t piece_bytes = 4096;
+  int reads = 8;
   cml::TimingOptions timing;
-  bool csv;
+  bool csv = false;
   std::string out;
 };
 
@@ -367,15 +367,16 @@ int run(int argc, char** argv) {
   cml::Cli cli = cml::chapter_cli("01",
                "Chapter 01 - host<->device transfers: pageable vs pinned vs registered memory,\n"
                "many small copies vs one batched copy, zero-copy mapped memory.");
-  cli.choice("mode", "all", {"all", "bandwidth", "batch", "crossover", "zerocopy"}, "which part to run")
-      .size("size", 256ull << 20, 4096, 1ull << 40, "largest transfer of the sweep, and the zero-copy buffer")
-      .integer("pieces", 1024, 1, 1 << 20, "small pieces in the batching comparison")
-      .size("piece-size", 4096, 1, 16ull << 20, "bytes per piece")
-      .integer("reads", 8, 2, 1000, "how many passes the zero-copy comparison's repeated read makes");
+  Settings s;
+  cli.choice("mode", s.mode, {"all", "bandwidth", "batch", "crossover", "zerocopy"}, "which part to run")
+      .size("size", s.max_bytes, 4096, 1ull << 40, "largest transfer of the sweep, and the zero-copy buffer")
+      .integer("pieces", s.pieces, 1, 1 << 20, "small pieces in the batching comparison")
+      .size("piece-size", s.piece_bytes, 1, 16ull << 20, "bytes per piece")
+      .integer("reads", s.reads, 2, 1000, "how many passes the zero-copy comparison's repeated read makes");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
-  Settings s{cli.get_choice("mode"), cli.get_size("size"), static_cast<std::size_t>(cli.get_int("pieces")),
-             cli.get_size("piece-size"), static_cast<int>(cli.get_int("reads")),
-             cml::TimingOptions{cli.warmup(), cli.iters()}, cli.csv(), cli.out_dir()};
+  s.timing = cml::TimingOptions{cli.warmup(), cli.iters()};
+  s.csv = cli.csv();
+  s.out = cli.out_dir();
   if (s.max_bytes % sizeof(std::uint32_t) != 0) throw cml::UsageError("--size: must be a multiple of 4 bytes");
 
   const cml::DeviceFacts facts = cml::select_device(cli.device());

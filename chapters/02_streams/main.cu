@@ -44,15 +44,17 @@ using ch02::HostInts;
 using ch02::Streams;
 
 struct Settings {
-  std::string mode, breaker;
-  std::size_t n;
-  int cycles;  // -1: balanced
-  int max_cycles, step;
-  int streams;  // 0: the learner's plan
-  std::size_t chunks;
-  std::string issue;
+  std::string mode = "staged", breaker = "none";
+  std::size_t bytes = 256ull << 20;
+  std::size_t n = 0;  // ints: bytes / sizeof(int)
+  int cycles = -1;    // -1: balanced
+  int max_cycles = 4096, step = 256;
+  int streams = 0;  // 0: the learner's plan
+  std::size_t chunks = 0;
+  std::string issue = "plan";
+  int connections = 0;
   cml::TimingOptions timing;
-  bool csv;
+  bool csv = false;
   std::string out;
 };
 
@@ -347,25 +349,25 @@ int run(int argc, char** argv) {
                "copy-out against your staged pipeline, the bounds, and what serialises a pipeline.");
   std::vector<std::string> breaker_names = {"all"};
   for (const auto& b : breakers()) breaker_names.push_back(b.name);
-  cli.choice("mode", "staged", {"staged", "sequential", "shmoo", "plan"}, "what to measure")
-      .size("size", 256ull << 20, 4096, 1ull << 40, "bytes of ints to process (the in and out buffers each)")
-      .integer("cycles", -1, -1, 1 << 20, "adds per element in AddKernel (-1: where the kernel takes as long as a copy)")
-      .integer("max-cycles", 4096, 0, 1 << 20, "the shmoo's last cycles value")
-      .integer("step", 256, 1, 1 << 20, "the shmoo's cycles step")
-      .integer("streams", 0, 0, 1024, "streams (0: your choose_plan)")
-      .integer("chunks", 0, 0, 1 << 20, "chunks (0: your choose_plan)")
-      .choice("issue", "plan", {"plan", "breadth", "depth"}, "issue order (plan: your choose_plan)")
-      .choice("breaker", "none", breaker_names, "apply one way of breaking concurrency, or all of them in turn")
-      .integer("connections", 0, 0, 32, "sets CUDA_DEVICE_MAX_CONNECTIONS for this run (0: leave it)");
+  Settings s;
+  cli.choice("mode", s.mode, {"staged", "sequential", "shmoo", "plan"}, "what to measure")
+      .size("size", s.bytes, 4096, 1ull << 40, "bytes of ints to process (the in and out buffers each)")
+      .integer("cycles", s.cycles, -1, 1 << 20, "adds per element in AddKernel (-1: where the kernel takes as long as a copy)")
+      .integer("max-cycles", s.max_cycles, 0, 1 << 20, "the shmoo's last cycles value")
+      .integer("step", s.step, 1, 1 << 20, "the shmoo's cycles step")
+      .integer("streams", s.streams, 0, 1024, "streams (0: your choose_plan)")
+      .integer("chunks", s.chunks, 0, 1 << 20, "chunks (0: your choose_plan)")
+      .choice("issue", s.issue, {"plan", "breadth", "depth"}, "issue order (plan: your choose_plan)")
+      .choice("breaker", s.breaker, breaker_names, "apply one way of breaking concurrency, or all of them in turn")
+      .integer("connections", s.connections, 0, 32, "sets CUDA_DEVICE_MAX_CONNECTIONS for this run (0: leave it)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
-  Settings s{cli.get_choice("mode"), cli.get_choice("breaker"), cli.get_size("size") / sizeof(int),
-             static_cast<int>(cli.get_int("cycles")), static_cast<int>(cli.get_int("max-cycles")),
-             static_cast<int>(cli.get_int("step")), static_cast<int>(cli.get_int("streams")),
-             static_cast<std::size_t>(cli.get_int("chunks")), cli.get_choice("issue"),
-             cml::TimingOptions{cli.warmup(), cli.iters()}, cli.csv(), cli.out_dir()};
+  s.n = s.bytes / sizeof(int);
+  s.timing = cml::TimingOptions{cli.warmup(), cli.iters()};
+  s.csv = cli.csv();
+  s.out = cli.out_dir();
   if (s.n == 0) throw cml::UsageError("--size: at least 4 bytes (one int)");
-  if (const long connections = cli.get_int("connections"); connections > 0)
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(connections).c_str(), 1);  // read when CUDA starts
+  if (s.connections > 0)
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(s.connections).c_str(), 1);  // read when CUDA starts
 
   const cml::DeviceFacts facts = cml::select_device(cli.device());
   cml::require_fits_device(2 * s.n * sizeof(int), facts, "--size");

@@ -42,12 +42,12 @@ using cml::format_bytes;
 using cml::trace::UnifiedKind;
 
 struct Settings {
-  std::string mode;
-  std::size_t bytes;
-  int threads, rounds;
-  std::size_t table_n;
+  std::string mode = "all";
+  std::size_t bytes = 256ull << 20;
+  int threads = 4, rounds = 4;
+  std::size_t table_n = 1 << 20;
   cml::TimingOptions timing;
-  bool csv;
+  bool csv = false;
   std::string out;
 };
 
@@ -385,15 +385,16 @@ int run(int argc, char** argv) {
   cml::Cli cli = cml::chapter_cli("03",
                "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
                "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.");
-  cli.choice("mode", "all", {"all", "threads", "strategies", "back", "streams"}, "which part to run")
-      .size("size", 256ull << 20, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
-      .integer("threads", 4, 1, 64, "host threads, each with its own stream and buffer")
-      .integer("rounds", 4, 1, 1000, "kernel -> host rounds per thread")
-      .integer("table", 1 << 20, 1, 1 << 28, "words in the shared read-only table");
+  Settings s;
+  cli.choice("mode", s.mode, {"all", "threads", "strategies", "back", "streams"}, "which part to run")
+      .size("size", s.bytes, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
+      .integer("threads", s.threads, 1, 64, "host threads, each with its own stream and buffer")
+      .integer("rounds", s.rounds, 1, 1000, "kernel -> host rounds per thread")
+      .integer("table", s.table_n, 1, 1 << 28, "words in the shared read-only table");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
-  Settings s{cli.get_choice("mode"), cli.get_size("size"), static_cast<int>(cli.get_int("threads")),
-             static_cast<int>(cli.get_int("rounds")), static_cast<std::size_t>(cli.get_int("table")),
-             cml::TimingOptions{cli.warmup(), cli.iters()}, cli.csv(), cli.out_dir()};
+  s.timing = cml::TimingOptions{cli.warmup(), cli.iters()};
+  s.csv = cli.csv();
+  s.out = cli.out_dir();
   s.bytes = s.bytes / 4096 * 4096;  // whole pages, so prefetches and the table's modulo line up
   if (s.bytes < static_cast<std::size_t>(s.threads) * 4096)
     throw cml::UsageError("--size: at least one 4 KiB page per thread");

@@ -34,10 +34,11 @@ namespace {
 using cml::fixed;
 
 struct Settings {
-  std::string mode;
-  std::size_t bytes;
+  std::string mode = "all";
+  std::size_t bytes = 512ull << 20;
+  bool dram = false;
   cml::TimingOptions timing;
-  bool csv;
+  bool csv = false;
   std::string out;
 };
 
@@ -267,13 +268,15 @@ int run(int argc, char** argv) {
   cml::Cli cli = cml::chapter_cli("04",
                "Chapter 04 - global memory coalescing: your copies against cudaMemcpy, offset and stride\n"
                "sweeps beside the sector model, element sizes, records against arrays.");
-  cli.choice("mode", "all", {"all", "copies", "offset", "stride", "sizes", "particles", "profile-target"},
+  Settings s;
+  cli.choice("mode", s.mode, {"all", "copies", "offset", "stride", "sizes", "particles", "profile-target"},
              "which part to run (profile-target: each sweep kernel once, for ncu)")
-      .size("size", 512ull << 20, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
-      .flag("dram", "also read the sweeps' L2 and DRAM counters with Nsight Compute (ncu)");
+      .size("size", s.bytes, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
+      .flag("dram", s.dram, "also read the sweeps' L2 and DRAM counters with Nsight Compute (ncu)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
-  Settings s{cli.get_choice("mode"), cli.get_size("size"), cml::TimingOptions{cli.warmup(), cli.iters()}, cli.csv(),
-             cli.out_dir()};
+  s.timing = cml::TimingOptions{cli.warmup(), cli.iters()};
+  s.csv = cli.csv();
+  s.out = cli.out_dir();
   s.bytes = s.bytes / 1024 * 1024;
 
   const cml::DeviceFacts facts = cml::select_device(cli.device());
@@ -321,7 +324,7 @@ int run(int argc, char** argv) {
   if (all || s.mode == "stride") ok &= run_sweep(s, b, memcpy_gbps, false, stream);
   if (all || s.mode == "sizes") ok &= run_sizes(s, b, memcpy_gbps, stream);
   if (all || s.mode == "particles") ok &= run_particles(s, memcpy_gbps, stream);
-  if (cli.get_flag("dram")) ok &= run_dram(s, b, cli.device(), stream);
+  if (s.dram) ok &= run_dram(s, b, cli.device(), stream);
   return cml::finish(ok);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -26,18 +27,28 @@ class Cli {
   Cli(std::string program, std::string summary);
 
   // Keys every program has are registered here: --help, --device, --iters, --warmup,
-  // --csv, --verbose, --out. A program registers its own keys with these (chainable):
-  Cli& size(const std::string& key, std::uint64_t def, std::uint64_t lo, std::uint64_t hi,
+  // --csv, --verbose, --out (read them with the accessors below, or through cml::Run).
+  //
+  // A program registers its own keys bound to the fields of its settings: the field's
+  // value before parse() is the default shown by --help, and parse() writes the value
+  // given on the command line into it. So a key, its default and its field are written
+  // once, side by side, and settings are assigned by name, never by position:
+  //   Settings s;                      // struct Settings { int cycles = -1; ... };
+  //   cli.integer("cycles", s.cycles, -1, 1 << 20, "adds per element");
+  // The fields must outlive parse(). Chainable.
+  Cli& size(const std::string& key, std::uint64_t& field, std::uint64_t lo, std::uint64_t hi,
             const std::string& help);
-  Cli& integer(const std::string& key, std::int64_t def, std::int64_t lo, std::int64_t hi,
+  Cli& integer(const std::string& key, int& field, std::int64_t lo, std::int64_t hi, const std::string& help);
+  Cli& integer(const std::string& key, std::size_t& field, std::int64_t lo, std::int64_t hi,
                const std::string& help);
-  Cli& choice(const std::string& key, const std::string& def,
-              const std::vector<std::string>& choices, const std::string& help);
-  Cli& flag(const std::string& key, const std::string& help);
-  Cli& text(const std::string& key, const std::string& def, const std::string& help);
+  Cli& choice(const std::string& key, std::string& field, const std::vector<std::string>& choices,
+              const std::string& help);
+  Cli& flag(const std::string& key, bool& field, const std::string& help);
+  Cli& text(const std::string& key, std::string& field, const std::string& help);
 
   // Parses argv. Returns false when --help was asked for (usage went to stdout; exit 0).
-  // Throws UsageError for an unknown key, a missing or bad value, a value out of range.
+  // Throws UsageError for an unknown key, a key given twice, a value given to a flag, a
+  // missing or bad value, a value out of range.
   bool parse(int argc, const char* const* argv);
 
   std::uint64_t get_size(const std::string& key) const;
@@ -56,6 +67,7 @@ class Cli {
   // --out=DIR: where a program writes its tables as CSV files (empty: nowhere).
   const std::string& out_dir() const { return get_text("out"); }
 
+  // --help's text, wrapped at 100 columns.
   std::string usage() const;
 
  private:
@@ -70,8 +82,11 @@ class Cli {
     std::vector<std::string> choices;      // Choice
     std::string value;                     // the text, default or given
     bool given = false;                    // set on the command line
+    std::function<void(const std::string&)> store;  // writes the parsed value into the bound field
   };
   Cli& add(const std::string& key, Option opt);
+  Cli& add_integer(const std::string& key, std::int64_t def, std::int64_t lo, std::int64_t hi,
+                   const std::string& help, std::function<void(const std::string&)> store);
   const Option& find(const std::string& key, Kind kind) const;
 
   std::string program_, summary_;

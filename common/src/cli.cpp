@@ -83,13 +83,21 @@ std::string format_bytes(std::uint64_t bytes) {
 
 Cli::Cli(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {
-  flag("help", "show this help and exit");
-  integer("device", 0, 0, 63, "CUDA device to run on");
-  integer("iters", 10, 1, 100000, "timed repetitions per measurement (the median is reported)");
-  integer("warmup", 2, 0, 1000, "untimed runs before timing");
-  flag("csv", "print results as CSV on stdout");
-  flag("verbose", "print more detail");
-  text("out", "", "also write each table as a CSV file into this folder");
+  // The keys every program shares are read back through the accessors, not bound: a Cli
+  // is returned by value from chapter_cli, so it cannot bind fields of its own.
+  const auto flag_option = [this](const std::string& key, const std::string& help) {
+    Option o{Kind::Flag, help};
+    o.value = "false";
+    add(key, o);
+  };
+  flag_option("help", "show this help and exit");
+  add_integer("device", 0, 0, 63, "CUDA device to run on", {});
+  add_integer("iters", 10, 1, 100000, "timed repetitions per measurement (the median is reported)", {});
+  add_integer("warmup", 2, 0, 1000, "untimed runs before timing", {});
+  flag_option("csv", "print results as CSV on stdout");
+  flag_option("verbose", "print more detail");
+  Option out{Kind::Text, "also write each table as a CSV file into this folder"};
+  add("out", out);
 }
 
 Cli chapter_cli(const std::string& num, const std::string& summary) {
@@ -98,46 +106,65 @@ Cli chapter_cli(const std::string& num, const std::string& summary) {
 }
 
 Cli& Cli::add(const std::string& key, Option opt) {
-  if (options_.count(key) == 0) order_.push_back(key);
+  if (options_.count(key) != 0) throw std::logic_error("Cli: option --" + key + " is registered twice");
+  order_.push_back(key);
   options_[key] = std::move(opt);
   return *this;
 }
 
-Cli& Cli::size(const std::string& key, std::uint64_t def, std::uint64_t lo, std::uint64_t hi,
+Cli& Cli::size(const std::string& key, std::uint64_t& field, std::uint64_t lo, std::uint64_t hi,
                const std::string& help) {
   Option o{Kind::Size, help};
   o.size_lo = lo;
   o.size_hi = hi;
-  o.value = std::to_string(def);
+  o.value = std::to_string(field);
+  o.store = [&field](const std::string& v) { field = std::stoull(v); };
   return add(key, o);
 }
 
-Cli& Cli::integer(const std::string& key, std::int64_t def, std::int64_t lo, std::int64_t hi,
-                  const std::string& help) {
+Cli& Cli::add_integer(const std::string& key, std::int64_t def, std::int64_t lo, std::int64_t hi,
+                      const std::string& help, std::function<void(const std::string&)> store) {
   Option o{Kind::Integer, help};
   o.lo = lo;
   o.hi = hi;
   o.value = std::to_string(def);
+  o.store = std::move(store);
   return add(key, o);
 }
 
-Cli& Cli::choice(const std::string& key, const std::string& def,
-                 const std::vector<std::string>& choices, const std::string& help) {
+Cli& Cli::integer(const std::string& key, int& field, std::int64_t lo, std::int64_t hi, const std::string& help) {
+  if (lo < std::numeric_limits<int>::min() || hi > std::numeric_limits<int>::max())
+    throw std::logic_error("Cli: the range of --" + key + " does not fit an int");
+  return add_integer(key, field, lo, hi, help, [&field](const std::string& v) { field = std::stoi(v); });
+}
+
+Cli& Cli::integer(const std::string& key, std::size_t& field, std::int64_t lo, std::int64_t hi,
+                  const std::string& help) {
+  if (lo < 0) throw std::logic_error("Cli: --" + key + " is a count and cannot be negative");
+  return add_integer(key, static_cast<std::int64_t>(field), lo, hi, help,
+                     [&field](const std::string& v) { field = static_cast<std::size_t>(std::stoull(v)); });
+}
+
+Cli& Cli::choice(const std::string& key, std::string& field, const std::vector<std::string>& choices,
+                 const std::string& help) {
   Option o{Kind::Choice, help};
   o.choices = choices;
-  o.value = def;
+  o.value = field;
+  o.store = [&field](const std::string& v) { field = v; };
   return add(key, o);
 }
 
-Cli& Cli::flag(const std::string& key, const std::string& help) {
+Cli& Cli::flag(const std::string& key, bool& field, const std::string& help) {
   Option o{Kind::Flag, help};
-  o.value = "false";
+  o.value = field ? "true" : "false";
+  o.store = [&field](const std::string& v) { field = v == "true"; };
   return add(key, o);
 }
 
-Cli& Cli::text(const std::string& key, const std::string& def, const std::string& help) {
+Cli& Cli::text(const std::string& key, std::string& field, const std::string& help) {
   Option o{Kind::Text, help};
-  o.value = def;
+  o.value = field;
+  o.store = [&field](const std::string& v) { field = v; };
   return add(key, o);
 }
 
@@ -157,13 +184,12 @@ bool Cli::parse(int argc, const char* const* argv) {
     auto it = options_.find(key);
     if (it == options_.end()) throw UsageError("unknown option --" + key + " (see --help)");
     Option& o = it->second;
+    // A key given twice is a mistake either way: which one did the user mean?
+    if (o.given) throw UsageError("--" + key + " is given twice (give it once)");
     o.given = true;
     if (o.kind == Kind::Flag) {
-      if (!has_value) value = "true";
-      const std::string v = lower(value);
-      if (v == "true" || v == "1" || v == "yes") o.value = "true";
-      else if (v == "false" || v == "0" || v == "no") o.value = "false";
-      else throw UsageError("--" + key + " takes no value, or true/false; got " + quoted(value));
+      if (has_value) throw UsageError("--" + key + " takes no value; got " + quoted(value) + " (write --" + key + " alone)");
+      o.value = "true";
       continue;
     }
     if (!has_value) {
@@ -206,6 +232,8 @@ bool Cli::parse(int argc, const char* const* argv) {
     std::fputs(usage().c_str(), stdout);
     return false;
   }
+  for (const auto& [key, o] : options_)
+    if (o.store) o.store(o.value);
   return true;
 }
 
@@ -234,6 +262,42 @@ const std::string& Cli::get_choice(const std::string& key) const {
 bool Cli::get_flag(const std::string& key) const { return find(key, Kind::Flag).value == "true"; }
 const std::string& Cli::get_text(const std::string& key) const { return find(key, Kind::Text).value; }
 
+namespace {
+constexpr std::size_t kHelpWidth = 100;  // columns of --help
+constexpr std::size_t kHelpIndent = 30;  // where an option's help text starts
+
+// Appends `text` to `os` word by word from column `column`, wrapping at kHelpWidth with
+// continuation lines indented to `indent`; explicit newlines in `text` are kept.
+void wrap_into(std::ostringstream& os, const std::string& text, std::size_t column, std::size_t indent) {
+  std::istringstream lines(text);
+  std::string line;
+  bool first_line = true;
+  while (std::getline(lines, line)) {
+    if (!first_line) {
+      os << "\n" << std::string(indent, ' ');
+      column = indent;
+    }
+    first_line = false;
+    std::istringstream words(line);
+    std::string word;
+    bool first_word = true;
+    while (words >> word) {
+      const std::size_t need = word.size() + (first_word ? 0 : 1);
+      if (!first_word && column + need > kHelpWidth) {
+        os << "\n" << std::string(indent, ' ');
+        column = indent;
+      } else if (!first_word) {
+        os << ' ';
+        ++column;
+      }
+      os << word;
+      column += word.size();
+      first_word = false;
+    }
+  }
+}
+}  // namespace
+
 std::string Cli::usage() const {
   std::ostringstream os;
   os << summary_ << "\n\nusage: " << program_ << " [options]\n\noptions:\n";
@@ -243,19 +307,31 @@ std::string Cli::usage() const {
     switch (o.kind) {
       case Kind::Size: left += "=SIZE"; break;
       case Kind::Integer: left += "=N"; break;
-      case Kind::Choice: {
-        std::string list;
-        for (const auto& c : o.choices) list += (list.empty() ? "" : "|") + c;
-        left += "=" + list;
-        break;
-      }
+      case Kind::Choice: break;  // below: a short list stays here, a long one goes into the help
       case Kind::Text: left += "=" + std::string(key == "out" ? "DIR" : "TEXT"); break;
       case Kind::Flag: break;
     }
-    os << left;
-    os << std::string(left.size() < 30 ? 30 - left.size() : 1, ' ') << o.help;
-    if (o.kind == Kind::Size) os << " (default " << format_bytes(std::stoull(o.value)) << ")";
-    else if (o.kind != Kind::Flag && !o.value.empty()) os << " (default " << o.value << ")";
+    std::string help = o.help;
+    if (o.kind == Kind::Choice) {
+      std::string list;
+      for (const auto& c : o.choices) list += (list.empty() ? "" : "|") + c;
+      if (left.size() + 1 + list.size() < kHelpIndent) {
+        left += "=" + list;
+      } else {
+        left += "=NAME";
+        std::string names;
+        for (const auto& c : o.choices) names += (names.empty() ? "" : ", ") + c;
+        help += "; NAME is one of " + names;
+      }
+    }
+    if (o.kind == Kind::Size) help += " (default " + format_bytes(std::stoull(o.value)) + ")";
+    else if (o.kind != Kind::Flag && !o.value.empty()) help += " (default " + o.value + ")";
+    if (left.size() + 1 > kHelpIndent) {  // a long key: its help starts on the next line
+      os << left << "\n" << std::string(kHelpIndent, ' ');
+    } else {
+      os << left << std::string(kHelpIndent - left.size(), ' ');
+    }
+    wrap_into(os, help, kHelpIndent, kHelpIndent);
     os << "\n";
   }
   os << "\nexit codes: 0 passed, 1 wrong result or error, 2 usage error, 77 skipped (no GPU or feature)\n";

@@ -13,13 +13,22 @@ bool parse(cml::Cli& cli, std::vector<const char*> words) {
   return cli.parse(static_cast<int>(words.size()), words.data());
 }
 
-cml::Cli make_cli() {
-  cml::Cli cli("prog", "a test program");
-  cli.size("size", 1024, 4, 1ull << 40, "bytes")
-      .integer("streams", 4, 1, 64, "streams")
-      .choice("mode", "a", {"a", "b"}, "mode");
-  return cli;
-}
+// A program's settings with their defaults, and its command line bound to them.
+struct TestProgram {
+  std::uint64_t size = 1024;
+  int streams = 4;
+  std::size_t chunks = 0;
+  std::string mode = "a";
+  bool fast = false;
+  cml::Cli cli{"prog", "a test program"};
+  TestProgram() {
+    cli.size("size", size, 4, 1ull << 40, "bytes")
+        .integer("streams", streams, 1, 64, "streams")
+        .integer("chunks", chunks, 0, 1 << 20, "chunks")
+        .choice("mode", mode, {"a", "b"}, "mode")
+        .flag("fast", fast, "go fast");
+  }
+};
 }  // namespace
 
 TEST_CASE("sizes take binary K, M, G, T suffixes", "[cpu][cli]") {
@@ -62,7 +71,8 @@ TEST_CASE("byte counts print in the largest whole binary unit", "[cpu][cli]") {
 }
 
 TEST_CASE("the command line accepts --key=value and --key value, with defaults otherwise", "[cpu][cli]") {
-  auto cli = make_cli();
+  TestProgram cli_program;
+  auto& cli = cli_program.cli;
   REQUIRE(parse(cli, {"--size=64M", "--streams", "8", "--csv"}));
   CHECK(cli.get_size("size") == 64ull << 20);
   CHECK(cli.get_int("streams") == 8);
@@ -75,7 +85,8 @@ TEST_CASE("the command line accepts --key=value and --key value, with defaults o
 }
 
 TEST_CASE("every program has --help, --device, --iters, --warmup, --csv, --verbose and --out", "[cpu][cli]") {
-  auto cli = make_cli();
+  TestProgram cli_program;
+  auto& cli = cli_program.cli;
   const std::string usage = cli.usage();
   for (const char* key : {"--help", "--device=N", "--iters=N", "--warmup=N", "--csv", "--verbose", "--out=DIR",
                           "--size=SIZE", "--mode=a|b"})
@@ -84,33 +95,44 @@ TEST_CASE("every program has --help, --device, --iters, --warmup, --csv, --verbo
 }
 
 TEST_CASE("--help asks the caller to exit 0 without running", "[cpu][cli]") {
-  auto cli = make_cli();
+  TestProgram cli_program;
+  auto& cli = cli_program.cli;
   CHECK_FALSE(parse(cli, {"--help"}));
-  auto cli2 = make_cli();
+  TestProgram cli2_program;
+  auto& cli2 = cli2_program.cli;
   CHECK_FALSE(parse(cli2, {"-h"}));
 }
 
 TEST_CASE("a bad command line is one UsageError naming the option", "[cpu][cli]") {
-  auto unknown = make_cli();
+  TestProgram unknown_program;
+  auto& unknown = unknown_program.cli;
   CHECK_THROWS_WITH(parse(unknown, {"--nope=1"}), cml::test::Contains("unknown option --nope"));
-  auto bad_number = make_cli();
+  TestProgram bad_number_program;
+  auto& bad_number = bad_number_program.cli;
   CHECK_THROWS_WITH(parse(bad_number, {"--streams=eight"}), cml::test::Contains("--streams"));
-  auto out_of_range = make_cli();
+  TestProgram out_of_range_program;
+  auto& out_of_range = out_of_range_program.cli;
   CHECK_THROWS_WITH(parse(out_of_range, {"--streams=65"}), cml::test::Contains("out of range"));
-  auto bad_choice = make_cli();
+  TestProgram bad_choice_program;
+  auto& bad_choice = bad_choice_program.cli;
   CHECK_THROWS_WITH(parse(bad_choice, {"--mode=c"}), cml::test::Contains("a|b"));
-  auto missing = make_cli();
+  TestProgram missing_program;
+  auto& missing = missing_program.cli;
   CHECK_THROWS_WITH(parse(missing, {"--streams"}), cml::test::Contains("needs a value"));
-  auto positional = make_cli();
+  TestProgram positional_program;
+  auto& positional = positional_program.cli;
   CHECK_THROWS_AS(parse(positional, {"extra"}), cml::UsageError);
-  auto flag_value = make_cli();
+  TestProgram flag_value_program;
+  auto& flag_value = flag_value_program.cli;
   CHECK_THROWS_AS(parse(flag_value, {"--csv=maybe"}), cml::UsageError);
-  auto small = make_cli();
+  TestProgram small_program;
+  auto& small = small_program.cli;
   CHECK_THROWS_WITH(parse(small, {"--size=2"}), cml::test::Contains("out of range"));
 }
 
 TEST_CASE("given tells a value set on the command line from a default, even an equal one", "[cpu][cli]") {
-  auto cli = make_cli();
+  TestProgram cli_program;
+  auto& cli = cli_program.cli;
   REQUIRE(parse(cli, {"--size=1024", "--mode=b"}));
   CHECK(cli.given("size"));
   CHECK(cli.given("mode"));
@@ -125,4 +147,59 @@ TEST_CASE("a chapter's command line is named chNN and its help says how to run a
   CHECK_THAT(help, cml::test::Contains("ch07"));
   CHECK_THAT(help, cml::test::Contains("Chapter 07 - something.\nRun it with ./lab run 07 [-- options]; check your steps "
                                        "with ./lab check 07."));
+}
+
+TEST_CASE("parsed values land in the settings' fields, named once beside their defaults", "[cpu][cli]") {
+  TestProgram p;
+  REQUIRE(parse(p.cli, {"--size=64M", "--streams=8", "--chunks", "32", "--mode=b", "--fast"}));
+  CHECK(p.size == 64ull << 20);
+  CHECK(p.streams == 8);
+  CHECK(p.chunks == 32);
+  CHECK(p.mode == "b");
+  CHECK(p.fast);
+  TestProgram defaults;
+  REQUIRE(parse(defaults.cli, {}));
+  CHECK(defaults.size == 1024);
+  CHECK(defaults.streams == 4);
+  CHECK(defaults.mode == "a");
+  CHECK_FALSE(defaults.fast);
+}
+
+TEST_CASE("a key given twice, or a value given to a flag, is a usage error", "[cpu][cli]") {
+  TestProgram twice;
+  CHECK_THROWS_WITH(parse(twice.cli, {"--size=64M", "--size=32M"}), cml::test::Contains("--size is given twice"));
+  TestProgram help_value;
+  CHECK_THROWS_WITH(parse(help_value.cli, {"--help=1"}), cml::test::Contains("--help takes no value"));
+  TestProgram csv_value;
+  CHECK_THROWS_WITH(parse(csv_value.cli, {"--csv=yes"}), cml::test::Contains("--csv takes no value"));
+  TestProgram fast_value;
+  CHECK_THROWS_AS(parse(fast_value.cli, {"--fast=true"}), cml::UsageError);
+}
+
+TEST_CASE("a program cannot register the same key twice", "[cpu][cli]") {
+  TestProgram p;
+  int again = 0;
+  CHECK_THROWS_AS(p.cli.integer("streams", again, 0, 1, "again"), std::logic_error);
+}
+
+TEST_CASE("--help wraps at 100 columns, long choice lists included", "[cpu][cli]") {
+  std::string which = "none";
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) names.push_back("a-rather-long-name-" + std::to_string(i));
+  names.push_back("none");
+  cml::Cli cli("prog", "a program");
+  cli.choice("breaker", which, names,
+             "apply one way of breaking concurrency, or all of them in turn, and see what each does to the "
+             "pipeline's speed-up and to the copies and kernels that overlap");
+  const std::string help = cli.usage();
+  std::size_t start = 0;
+  while (start < help.size()) {
+    const std::size_t end = help.find('\n', start);
+    const std::string line = help.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    CHECK(line.size() <= 100);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  CHECK_THAT(help, cml::test::Contains("--breaker=NAME"));
+  CHECK_THAT(help, cml::test::Contains("a-rather-long-name-11"));
 }
