@@ -1,6 +1,6 @@
-// The one timing helper of the course: warm-up, repetitions, median (with min and max).
-// Never time a single run. Variants that are compared are timed interleaved (A B A B ...),
-// so that clock and thermal drift fall on all of them alike.
+// The one timing helper of the course: warm-up, repetitions, median (with min, max and the
+// noise). Never time a single run. Variants that are compared are timed interleaved
+// (A B A B ...), so that clock and thermal drift fall on all of them alike.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,10 +17,15 @@ struct Stats {
   double min_ms = 0;
   double max_ms = 0;
   int reps = 0;
+  // The samples' relative spread, as nvbench reports it ("Noise"): their standard
+  // deviation (n - 1 in the denominator) over their mean, in percent. Two medians whose
+  // ratio differs from 1 by less than about the noise of each are not told apart by this
+  // run. NaN (printed "?") when there is only one sample: one run has no spread to show.
+  double noise_pct = 0;
 };
 
-// Median, min and max of samples in milliseconds (an even count takes the mean of the two
-// middle values). Throws std::invalid_argument for no samples.
+// Median, min, max and noise of samples in milliseconds (an even count takes the mean of
+// the two middle values). Throws std::invalid_argument for no samples.
 Stats summarize(std::vector<double> samples_ms);
 
 // Bytes per second, in GB/s (10^9), for `bytes` moved in `ms` milliseconds.
@@ -55,5 +60,17 @@ Stats time_work(const Work& work, cudaStream_t stream, TimingOptions opts = {},
 
 // "1.234 ms" / "12.3 us": a time in the unit that reads best.
 std::string format_ms(double ms);
+
+// How the noise reads beside a number, for tables and test messages:
+//   format_noise(s)  -> "±0.8 %"                        (one decimal; "±? %" for one sample)
+//   with_noise(s)    -> "1.234 ms ±0.8 %"               (the median, then its noise)
+//   ratio_text(a, b) -> "0.93 (noise 0.8 % / 1.2 %)"    (a's median over b's, two decimals,
+//                                                        then a's noise / b's noise)
+// A speed test's message shows ratio_text, so a learner whose ratio misses a bar by less
+// than the noise sees that it was this run's noise, not their code. ratio_text says "n/a"
+// for the ratio when b's median is not positive.
+std::string format_noise(const Stats& s);
+std::string with_noise(const Stats& s);
+std::string ratio_text(const Stats& a, const Stats& b);
 
 }  // namespace cml

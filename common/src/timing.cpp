@@ -6,10 +6,35 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <numeric>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace cml {
+
+namespace {
+// nvbench's noise: the unbiased sample standard deviation over the mean, in percent.
+double relative_spread_pct(const std::vector<double>& s) {
+  if (s.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+  const double n = static_cast<double>(s.size());
+  const double mean = std::accumulate(s.begin(), s.end(), 0.0) / n;
+  if (mean <= 0) return 0.0;  // all samples 0: nothing spreads
+  double squares = 0;
+  for (double x : s) squares += (x - mean) * (x - mean);
+  return 100.0 * std::sqrt(squares / (n - 1)) / mean;
+}
+
+std::string one_decimal(double v) {
+  if (std::isnan(v)) return "?";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+}  // namespace
 
 Stats summarize(std::vector<double> s) {
   if (s.empty()) throw std::invalid_argument("summarize: no samples");
@@ -20,6 +45,7 @@ Stats summarize(std::vector<double> s) {
   out.min_ms = s.front();
   out.max_ms = s.back();
   out.reps = static_cast<int>(n);
+  out.noise_pct = relative_spread_pct(s);
   return out;
 }
 
@@ -85,6 +111,20 @@ std::string format_ms(double ms) {
   else
     std::snprintf(buf, sizeof buf, "%.3f ms", ms);
   return buf;
+}
+
+std::string format_noise(const Stats& s) { return "±" + one_decimal(s.noise_pct) + " %"; }
+
+std::string with_noise(const Stats& s) { return format_ms(s.median_ms) + " " + format_noise(s); }
+
+std::string ratio_text(const Stats& a, const Stats& b) {
+  std::string ratio = "n/a";
+  if (b.median_ms > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", a.median_ms / b.median_ms);
+    ratio = buf;
+  }
+  return ratio + " (noise " + one_decimal(a.noise_pct) + " % / " + one_decimal(b.noise_pct) + " %)";
 }
 
 }  // namespace cml
