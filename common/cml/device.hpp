@@ -3,6 +3,10 @@
 // time, so the course links without the driver's libraries).
 #pragma once
 
+#include "table.hpp"
+
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,7 +50,20 @@ struct DeviceFacts {
 };
 
 // Why CUDA cannot be used here ("no CUDA device: ..."), or nothing when a device is present.
+// The runtime answers cudaErrorInsufficientDriver both when the driver is too old and when
+// there is none at all, and the two need different fixes, so the reason tells them apart:
+// "no NVIDIA driver (libcuda.so.1 not found)" or "the NVIDIA driver is too old for this
+// CUDA runtime (driver supports 12.2, runtime needs 13.0)".
 std::optional<std::string> cuda_unavailable_reason();
+
+// The words cuda_unavailable_reason uses after "no CUDA device: " for the runtime's
+// `error`, given whether the driver's library (libcuda.so.1) loads and the two versions
+// (CUDA's encoding, 1000 * major + 10 * minor). Apart so each case is testable without one.
+std::string cuda_failure_text(cudaError_t error, bool driver_library_loads, int driver_version,
+                              int runtime_version);
+
+// "13.0" for CUDA's encoded version 13000.
+std::string cuda_version_text(int version);
 
 // Selects the device and reads its facts. Throws Skip when there is no usable GPU and
 // UsageError when `index` is not a device of this machine.
@@ -65,12 +82,6 @@ void require_feature(bool ok, const std::string& why);
 
 // A few lines about the device for a program's report.
 std::string describe(const DeviceFacts& facts);
-
-}  // namespace cml
-
-#include "table.hpp"
-
-namespace cml {
 
 // One row naming the device, its link and today's date (UTC), written beside a program's
 // CSV files so every figure says which GPU it was measured on, and when.

@@ -1,14 +1,16 @@
 // Device facts: see cml/device.hpp.
 #include "cml/device.hpp"
 
-#include "cml/cli.hpp"
+#include "cml/cli.hpp"  // format_bytes
 #include "cml/errors.hpp"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <ctime>
+#include <optional>
 #include <sstream>
+#include <string>
 
 namespace cml {
 
@@ -72,12 +74,42 @@ PcieLink read_pcie_link(const std::string& bus_id) {
 
 }  // namespace
 
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+std::string cuda_failure_text(cudaError_t error, bool driver_library_loads, int driver_version,
+                              int runtime_version) {
+  if (error == cudaErrorInsufficientDriver) {
+    if (!driver_library_loads) return "no NVIDIA driver (libcuda.so.1 not found)";
+    return "the NVIDIA driver is too old for this CUDA runtime (driver supports " +
+           cuda_version_text(driver_version) + ", runtime needs " +
+           cuda_version_text(runtime_version) + ")";
+  }
+  return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+}
+
+namespace {
+// The same library the runtime loads to reach the driver; without it there is no driver.
+bool driver_library_loads() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return false;
+  dlclose(lib);
+  return true;
+}
+}  // namespace
+
 std::optional<std::string> cuda_unavailable_reason() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
-    return std::string("no CUDA device: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+    int driver = 0, runtime = 0;
+    // Either may fail without a driver; the text needs them only when the driver loads.
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    cudaGetLastError();
+    return "no CUDA device: " + cuda_failure_text(e, driver_library_loads(), driver, runtime);
   }
   if (count == 0) return std::string("no CUDA device: the driver reports 0 devices");
   return std::nullopt;
@@ -148,8 +180,8 @@ std::string describe(const DeviceFacts& f) {
      << " unifiedAddressing=" << f.unified_addressing
      << " pageableMemoryAccess=" << f.pageable_memory_access
      << " concurrentManagedAccess=" << f.concurrent_managed_access << "\n";
-  os << "  driver " << f.driver_version / 1000 << "." << (f.driver_version % 1000) / 10
-     << ", runtime " << f.runtime_version / 1000 << "." << (f.runtime_version % 1000) / 10 << "\n";
+  os << "  driver " << cuda_version_text(f.driver_version) << ", runtime "
+     << cuda_version_text(f.runtime_version) << "\n";
   return os.str();
 }
 
@@ -162,7 +194,7 @@ Table device_table(const DeviceFacts& f) {
   Table t("device", {"name", "sm", "sms", "pcie_gen", "pcie_width", "link_gbps", "copy_engines", "cuda_driver", "date"});
   t.row({f.name, std::to_string(f.cc()), std::to_string(f.sm_count), std::to_string(f.link.max_gen),
          std::to_string(f.link.max_width), fixed(f.link.theoretical_gbps(), 1), std::to_string(f.async_engine_count),
-         std::to_string(f.driver_version / 1000) + "." + std::to_string(f.driver_version % 1000 / 10), date});
+         cuda_version_text(f.driver_version), date});
   return t;
 }
 
