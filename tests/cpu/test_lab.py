@@ -8,8 +8,6 @@ its own state folder (CML_LAB_STATE_DIR), so the learner's real progress and fil
 never touched. Run: python3 tests/cpu/test_lab.py (Meson runs it in the cpu suite).
 """
 
-import importlib.machinery
-import importlib.util
 import io
 import json
 import os
@@ -24,17 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "lab"
 
 
-def load_lab_module():
-    """Imports ./lab (no .py suffix) as a module: its main() runs only as a script."""
-    loader = importlib.machinery.SourceFileLoader("cml_lab", str(LAB))
-    spec = importlib.util.spec_from_loader("cml_lab", loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["cml_lab"] = module   # dataclasses look their module up while it loads
-    loader.exec_module(module)
-    return module
-
-
-lab = load_lab_module()
+sys.path.insert(0, str(REPO))
+from labkit import (chapters, check, cli, core, diagnostics, diff, hints, junit, run,  # noqa: E402
+                    selftest, source, steps, terminal, toolchain, watch)
 
 SAMPLE_HINTS = """# Hints: chapter one
 
@@ -210,12 +200,14 @@ class LabCopy:
         self.root = self.tmp / "repo"
         self.root.mkdir()
         shutil.copy2(LAB, self.root / "lab")
+        shutil.copytree(REPO / "labkit", self.root / "labkit",
+                        ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(REPO / "chapters.txt", self.root / "chapters.txt")
         for folder in ("chapters", "solutions"):
             if (REPO / folder).is_dir():
                 shutil.copytree(REPO / folder, self.root / folder)
         self.state = self.tmp / "state"
-        self.chapters = lab.load_chapters(self.root)
+        self.chapters = chapters.load_chapters(self.root)
         if not self.chapters:
             raise unittest.SkipTest("chapters.txt lists no chapter")
         self.first = self.chapters[0]
@@ -258,11 +250,11 @@ class TestCommandLine(LabTestCase):
     def test_help_exits_0_and_lists_every_command(self):
         r = self.lab("--help")
         self.assertEqual(r.returncode, 0, r.stderr)
-        for name in lab.COMMANDS:
+        for name in cli.COMMANDS:
             self.assertRegex(r.stdout, rf"(?m)^  {name}\s+\S", name)
 
     def test_each_command_help_exits_0(self):
-        for name in lab.COMMANDS:
+        for name in cli.COMMANDS:
             with self.subTest(command=name):
                 r = self.lab(name, "--help")
                 self.assertEqual(r.returncode, 0, r.stderr)
@@ -302,9 +294,9 @@ class TestCommandLine(LabTestCase):
         self.assertFalse((self.copy.root / "build").exists())
 
     def test_split_passthrough(self):
-        self.assertEqual(lab.split_passthrough(["01", "--solution", "--", "--size=64M", "--"]),
+        self.assertEqual(run.split_passthrough(["01", "--solution", "--", "--size=64M", "--"]),
                          (["01", "--solution"], ["--size=64M", "--"]))
-        self.assertEqual(lab.split_passthrough(["01"]), (["01"], []))
+        self.assertEqual(run.split_passthrough(["01"]), (["01"], []))
 
 
 class TestChapters(LabTestCase):
@@ -313,13 +305,13 @@ class TestChapters(LabTestCase):
         forms = [ch.num, str(int(ch.num)), ch.name, ch.topic, ch.name.upper(), f"ch{ch.num}"]
         for form in forms:
             with self.subTest(form=form):
-                self.assertEqual(lab.resolve_chapter(form, self.copy.chapters).name, ch.name)
+                self.assertEqual(chapters.resolve_chapter(form, self.copy.chapters).name, ch.name)
                 r = self.lab("diff", form)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn(ch.exercise_rel, r.stdout)
 
     def test_chapters_txt_parses_with_titles(self):
-        for ch in lab.load_chapters(REPO):
+        for ch in chapters.load_chapters(REPO):
             self.assertRegex(ch.name, r"^\d\d_\w+$")
             self.assertTrue(ch.title, ch.name)
 
@@ -393,14 +385,29 @@ class TestHints(LabTestCase):
         r = self.lab("hint", self.num)
         self.assertIn("hint 1 of 3", r.stdout)
 
-    def test_hint_step_shows_only_that_step(self):
+    def test_hint_step_shows_that_steps_hints_one_at_a_time(self):
         r = self.lab("hint", self.num, "--step", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("overlap: streams", r.stdout)
+        self.assertNotIn("pinned memory", r.stdout)
+        self.assertIn(f"./lab hint {self.num} --step 2", r.stdout)
+        r = self.lab("hint", self.num, "--step", "2")
+        self.assertIn("overlap: the last chunk", r.stdout)
+        self.assertNotIn("overlap: streams", r.stdout)
+        r = self.lab("hint", self.num, "--step", "2")
+        self.assertIn("no more hints for step 2 of chapter", r.stdout)
+        self.assertIn(f"./lab diff {self.num} --step 2", r.stdout)
+        # The chapter's own sequence is not moved by a step's hints.
+        self.assertIn("hint 1 of 3", self.lab("hint", self.num).stdout)
+        r = self.lab("hint", self.num, "--step", "9")
+        self.assertEqual(r.returncode, 2)
+
+    def test_hint_step_all_shows_only_that_step(self):
+        r = self.lab("hint", self.num, "--step", "2", "--all")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("overlap: streams", r.stdout)
         self.assertIn("overlap: the last chunk", r.stdout)
         self.assertNotIn("pinned memory", r.stdout)
-        r = self.lab("hint", self.num, "--step", "9")
-        self.assertEqual(r.returncode, 2)
 
     def test_hint_all_shows_every_hint(self):
         r = self.lab("hint", self.num, "--all")
@@ -409,9 +416,9 @@ class TestHints(LabTestCase):
         self.assertIn("Allocate the host buffer", r.stdout)
 
     def test_parse_hints_reads_steps_and_bodies(self):
-        hints = lab.parse_hints(SAMPLE_HINTS)
-        self.assertEqual([h.step for h in hints], [1, 2, 2])
-        self.assertEqual(hints[0].body, "Allocate the host buffer with cudaMallocHost.")
+        parsed = hints.parse_hints(SAMPLE_HINTS)
+        self.assertEqual([h.step for h in parsed], [1, 2, 2])
+        self.assertEqual(parsed[0].body, "Allocate the host buffer with cudaMallocHost.")
 
     def test_missing_hints_file_is_one_line(self):
         self.copy.first.hints.unlink()
@@ -477,12 +484,12 @@ class TestSassTools(unittest.TestCase):
             bin_dir.mkdir()
             for tool in ("cuobjdump", "nvdisasm"):
                 (bin_dir / tool).write_text("#!/bin/sh\n")
-            tc = lab.Toolchain(root=Path(d), env={"PATH": str(bin_dir)})
+            tc = toolchain.Toolchain(root=Path(d), env={"PATH": str(bin_dir)})
             err = io.StringIO()
             old = sys.stderr
             sys.stderr = err
             try:
-                lab.ensure_sass_tools(tc, Path(d))
+                selftest.ensure_sass_tools(tc, Path(d))
             finally:
                 sys.stderr = old
             self.assertEqual(err.getvalue(), "")
@@ -490,7 +497,7 @@ class TestSassTools(unittest.TestCase):
 
     def test_sass_tools_missing_without_installs_is_a_note_not_an_error(self):
         with tempfile.TemporaryDirectory() as d:
-            tc = lab.Toolchain(root=Path(d), env={"PATH": d})
+            tc = toolchain.Toolchain(root=Path(d), env={"PATH": d})
             old_env = os.environ.get("CML_LAB_NO_INSTALL")
             os.environ["CML_LAB_NO_INSTALL"] = "1"
             err = io.StringIO()
@@ -499,7 +506,7 @@ class TestSassTools(unittest.TestCase):
             try:
                 if Path("/usr/local/cuda/bin/cuobjdump").exists() and Path("/usr/local/cuda/bin/nvdisasm").exists():
                     self.skipTest("this machine's toolkit has cuobjdump and nvdisasm")
-                lab.ensure_sass_tools(tc, Path(d))
+                selftest.ensure_sass_tools(tc, Path(d))
             finally:
                 sys.stderr = old
                 if old_env is None:
@@ -512,86 +519,86 @@ class TestSassTools(unittest.TestCase):
 
 class TestParsers(unittest.TestCase):
     def test_meson_summary_parser_gives_the_final_line(self):
-        counts = lab.parse_meson_summary(SUMMARY_MIXED)
+        counts = selftest.parse_meson_summary(SUMMARY_MIXED)
         self.assertEqual(counts, {"Ok": 1, "Expected Fail": 1, "Fail": 1, "Unexpected Pass": 1,
                                   "Skipped": 1, "Timeout": 1})
-        self.assertEqual(lab.final_line(counts), "2 passed, 3 failed, 1 skipped")
-        self.assertEqual(lab.final_line(lab.parse_meson_summary(SUMMARY_CI)),
+        self.assertEqual(selftest.final_line(counts), "2 passed, 3 failed, 1 skipped")
+        self.assertEqual(selftest.final_line(selftest.parse_meson_summary(SUMMARY_CI)),
                          "2 passed, 0 failed, 2 skipped")
 
     def test_meson_summary_parser_without_summary(self):
-        self.assertIsNone(lab.parse_meson_summary("No suitable tests defined.\n"))
+        self.assertIsNone(selftest.parse_meson_summary("No suitable tests defined.\n"))
 
     def test_junit_v2_is_parsed_into_steps(self):
-        cases = lab.parse_junit(JUNIT_V2)
+        cases = junit.parse_junit(JUNIT_V2)
         by_name = {c.name: c for c in cases}
         self.assertEqual(by_name["step 1: sizes/not round/odd N"].status, "passed")
         self.assertEqual(by_name["step 2: copies use pinned memory"].status, "failed")
         self.assertEqual(by_name["step 3: zero-copy"].status, "skipped")
         self.assertEqual(by_name["step 3: zero-copy"].message, "no canMapHostMemory on this GPU")
         self.assertEqual(by_name["step 5: throws"].status, "failed")
-        steps = lab.group_steps(cases)
+        steps = junit.group_steps(cases)
         self.assertEqual([(s.number, s.state) for s in steps],
                          [(1, "passed"), (2, "failed"), (3, "skipped"), (4, "failed"),
                           (5, "failed"), (None, "passed")])
-        res = lab.interpret_check(1, JUNIT_V2, "")
+        res = check.interpret_check(1, JUNIT_V2, "")
         self.assertEqual(res.code, 1)
         self.assertEqual(res.state["state"], "failing")
         self.assertEqual(res.state["step"], 2)
         self.assertEqual(res.state["steps_passed"], 1)
         self.assertEqual(res.state["steps_total"], 5)
-        text = "\n".join(lab.readable_failure(res.first_failure.message, Path("/work/main")))
+        text = "\n".join(check.readable_failure(res.first_failure.message, Path("/work/main")))
         self.assertIn("allocate the host buffer with cudaMallocHost", text)
         self.assertIn("at tests/test_01_transfers.cpp:13", text)
         self.assertNotIn("FAILED:", text)
 
     def test_junit_v3_is_parsed_into_steps(self):
-        cases = lab.parse_junit(JUNIT_V3)
-        steps = lab.group_steps(cases)
+        cases = junit.parse_junit(JUNIT_V3)
+        steps = junit.group_steps(cases)
         self.assertEqual([(s.number, s.state) for s in steps],
                          [(1, "passed"), (2, "failed"), (3, "skipped")])
         self.assertEqual(steps[2].cases[0].message, "ncu counters need root (RmProfilingAdminOnly=1)")
-        res = lab.interpret_check(1, JUNIT_V3, "")
+        res = check.interpret_check(1, JUNIT_V3, "")
         self.assertEqual(res.first_failure.name, "step 2: staged copies overlap")
-        text = "\n".join(lab.readable_failure(res.first_failure.message, Path("/work/main")))
+        text = "\n".join(check.readable_failure(res.first_failure.message, Path("/work/main")))
         self.assertIn("copies ran on the NULL stream", text)
 
     def test_check_passes_with_skips_noted(self):
-        res = lab.interpret_check(0, JUNIT_V3_PASS, "")
+        res = check.interpret_check(0, JUNIT_V3_PASS, "")
         self.assertEqual((res.code, res.state["state"], res.state["steps_passed"]), (0, "passed", 2))
         # v2 skip printed by the program, not in the report: passed, but the skip is shown.
-        res = lab.interpret_check(0, JUNIT_V3_PASS, "SKIP: needs asyncEngineCount >= 2\n")
+        res = check.interpret_check(0, JUNIT_V3_PASS, "SKIP: needs asyncEngineCount >= 2\n")
         self.assertEqual(res.state["skipped_tests"], 1)
         self.assertTrue(any("asyncEngineCount" in n for n in res.notes))
 
     def test_check_without_gpu_is_a_skip_with_its_reason(self):
-        res = lab.interpret_check(77, None, "SKIP: no CUDA device: cudaErrorNoDevice\n")
+        res = check.interpret_check(77, None, "SKIP: no CUDA device: cudaErrorNoDevice\n")
         self.assertEqual(res.code, 77)
         self.assertEqual(res.state, {"state": "skipped", "reason": "no CUDA device: cudaErrorNoDevice",
                                      "steps_passed": 0, "steps_total": 0})
 
     def test_check_that_crashed_without_report_fails(self):
-        res = lab.interpret_check(-11, None, "Segmentation fault\n")
+        res = check.interpret_check(-11, None, "Segmentation fault\n")
         self.assertEqual(res.code, 1)
         self.assertEqual(res.state["state"], "failing")
         self.assertTrue(any("SIGSEGV" in n for n in res.notes))
 
     def test_compile_errors_show_the_learners_lines_first(self):
-        lines = lab.extract_compile_errors(NVCC_OUTPUT, "chapters/01_transfers/exercise.cu")
+        lines = diagnostics.extract_compile_errors(NVCC_OUTPUT, "chapters/01_transfers/exercise.cu")
         self.assertEqual(lines[0], 'chapters/01_transfers/exercise.cu:2: error: identifier "y" is undefined')
         self.assertTrue(any(l.startswith("chapters/01_transfers/exercise.cu:3: error:") for l in lines))
         self.assertFalse(any("stl_vector.h" in l for l in lines), "no header notes")
-        self.assertLessEqual(len(lines), lab.MAX_ERROR_LINES + 1)
+        self.assertLessEqual(len(lines), core.MAX_ERROR_LINES + 1)
 
     def test_link_errors_are_shown_when_no_line_names_the_file(self):
-        lines = lab.extract_compile_errors(LINK_OUTPUT, "chapters/01_transfers/exercise.cu")
+        lines = diagnostics.extract_compile_errors(LINK_OUTPUT, "chapters/01_transfers/exercise.cu")
         self.assertTrue(any("undefined reference" in l for l in lines))
         self.assertFalse(any(l.startswith("ninja:") for l in lines))
 
     def test_long_error_lists_are_cut(self):
         many = "".join(f"../chapters/01_transfers/exercise.cu({i}): error: bad\n" for i in range(50))
-        lines = lab.extract_compile_errors(many, "chapters/01_transfers/exercise.cu")
-        self.assertEqual(len(lines), lab.MAX_ERROR_LINES + 1)
+        lines = diagnostics.extract_compile_errors(many, "chapters/01_transfers/exercise.cu")
+        self.assertEqual(len(lines), core.MAX_ERROR_LINES + 1)
         self.assertIn("30 more lines", lines[-1])
 
     def test_colour_only_on_a_terminal_without_no_color(self):
@@ -600,30 +607,30 @@ class TestParsers(unittest.TestCase):
                 return True
         saved = os.environ.pop("NO_COLOR", None)
         try:
-            self.assertTrue(lab.use_colour(Tty()))
-            self.assertFalse(lab.use_colour(io.StringIO()))
+            self.assertTrue(terminal.use_colour(Tty()))
+            self.assertFalse(terminal.use_colour(io.StringIO()))
             os.environ["NO_COLOR"] = "1"
-            self.assertFalse(lab.use_colour(Tty()))
+            self.assertFalse(terminal.use_colour(Tty()))
         finally:
             os.environ.pop("NO_COLOR", None)
             if saved is not None:
                 os.environ["NO_COLOR"] = saved
 
     def test_meson_test_command_suites(self):
-        tc = lab.Toolchain(root=Path("/r"), meson="meson")
-        cmd = lab.meson_test_command(tc, None, False)
+        tc = toolchain.Toolchain(root=Path("/r"), meson="meson")
+        cmd = selftest.meson_test_command(tc, None, False)
         self.assertEqual(cmd[cmd.index("--num-processes") + 1], str(os.cpu_count() or 1))
         self.assertEqual([cmd[i + 1] for i, c in enumerate(cmd) if c == "--suite"], ["cpu", "solutions"])
-        cmd = lab.meson_test_command(tc, None, True)
+        cmd = selftest.meson_test_command(tc, None, True)
         self.assertIn("starters", cmd)
-        cmd = lab.meson_test_command(tc, "memcheck", False)
+        cmd = selftest.meson_test_command(tc, "memcheck", False)
         self.assertEqual([cmd[i + 1] for i, c in enumerate(cmd) if c == "--suite"], ["solutions"])
         self.assertEqual(cmd[cmd.index("--setup") + 1], "memcheck")
 
     def test_version_tuple(self):
-        self.assertEqual(lab.version_tuple("1.13.2.git.kitware.jobserver-pipe-1"), (1, 13, 2))
-        self.assertGreaterEqual(lab.version_tuple("meson 1.3.0"), lab.MIN_MESON)
-        self.assertLess(lab.version_tuple("1.0.1"), lab.MIN_MESON)
+        self.assertEqual(toolchain.version_tuple("1.13.2.git.kitware.jobserver-pipe-1"), (1, 13, 2))
+        self.assertGreaterEqual(toolchain.version_tuple("meson 1.3.0"), toolchain.MIN_MESON)
+        self.assertLess(toolchain.version_tuple("1.0.1"), toolchain.MIN_MESON)
 
 
 if __name__ == "__main__":

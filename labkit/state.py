@@ -1,0 +1,78 @@
+"""The learner's progress (.lab/state.json): each chapter's last verdict and the hints seen."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+from .chapters import Chapter
+from .core import ROOT
+from .terminal import display_path, say
+
+
+def state_dir(root: Path = ROOT) -> Path:
+    """Where lab keeps its state, logs and backups: .lab/ (git-ignored), or
+    $CML_LAB_STATE_DIR so tests never touch a learner's real progress."""
+    override = os.environ.get("CML_LAB_STATE_DIR")
+    return Path(override).resolve() if override else root / ".lab"
+
+
+def load_state(root: Path = ROOT) -> dict:
+    """The state file, or a fresh one: an unreadable file must not lock the learner out."""
+    path = state_dir(root) / "state.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+    except FileNotFoundError:
+        data = {}
+    except (OSError, ValueError) as e:
+        say(f"lab: ignoring unreadable {display_path(path)} ({e})", sys.stderr)
+        data = {}
+    data.setdefault("version", 1)
+    data.setdefault("chapters", {})
+    data.setdefault("hints_shown", {})
+    return data
+
+
+def save_state(state: dict, root: Path = ROOT) -> None:
+    """Writes atomically (temp file + rename), so an interrupted lab never leaves half a file."""
+    folder = state_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "state.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def remember(root: Path, ch: Chapter, entry: dict) -> None:
+    """Stores a chapter's last check verdict, with when it was taken."""
+    state = load_state(root)
+    state["chapters"][ch.name] = dict(entry, checked=_dt.datetime.now().isoformat(timespec="seconds"))
+    save_state(state, root)
+
+
+def describe_state(entry: Optional[dict]) -> tuple[str, str]:
+    """A chapter's state as the table shows it, and the colour it gets."""
+    if not entry:
+        return "not started", "dim"
+    st = entry.get("state")
+    if st == "passed":
+        skipped = entry.get("skipped_tests", 0)
+        note = f" ({skipped} test{'s' if skipped != 1 else ''} skipped)" if skipped else ""
+        return "passed" + note, "green"
+    if st == "failing":
+        step = entry.get("step")
+        text = f"failing at step {step}" if step else "failing"
+        if not step and entry.get("reason"):
+            text += f": {entry['reason']}"
+        if entry.get("steps_total"):
+            text += f" ({entry.get('steps_passed', 0)} of {entry['steps_total']} steps passed)"
+        return text, "red"
+    if st == "skipped":
+        return f"skipped: {entry.get('reason') or 'no reason given'}", "yellow"
+    return str(st), "dim"
