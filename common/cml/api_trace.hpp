@@ -11,7 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstdint>
+#include <cstddef>
 #include <string>
 #include <thread>
 #include <vector>
