@@ -7,36 +7,27 @@
 //   ./lab check 03                                 against your exercise.cu
 //   meson test -C build "ch03 solution"            against the solution
 #include "gpu.hpp"
-#include "lane_owner.hpp"
+#include "harness.hpp"
 #include "unified.cuh"
 
 #include "cml/api_trace.hpp"
 #include "cml/buffers.hpp"
 #include "cml/cli.hpp"
-#include "cml/stream.hpp"
 #include "cml/timing.hpp"
 #include "cml/trace.hpp"
 #include "cml/verify.hpp"
 
-#include <cstring>
 #include <memory>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
 
 // A table of its own and one lane over a managed buffer first touched on the CPU.
 struct Fixture {
-  Fixture(std::size_t n, std::size_t table_n, unsigned seed) : table(make_table(table_n, seed)),
-      owner(n, table, cml::test::device().index, seed + 1), data(owner.data), initial(owner.initial),
-      signal(owner.signal), lane(owner.lane) {}
-  static cml::ManagedBuffer<unsigned> make_table(std::size_t n, unsigned seed) {
-    cml::ManagedBuffer<unsigned> t(n);
-    ch03::fill_random(t.data(), n, seed);
-    return t;
-  }
+  Fixture(std::size_t n, std::size_t table_n, unsigned seed)
+      : table(ch03::random_table(table_n, seed)), owner(n, table, cml::test::device().index, seed + 1),
+        data(owner.data), initial(owner.initial), signal(owner.signal), lane(owner.lane) {}
   std::vector<unsigned> after_rounds(int rounds) const { return owner.after_rounds(rounds); }
   cml::ManagedBuffer<unsigned> table;
   ch03::LaneOwner owner;
@@ -49,19 +40,6 @@ struct Fixture {
 void require_managed() {
   const auto& d = cml::test::device();
   if (!d.managed_memory) CML_SKIP("this device has no managed memory");
-}
-
-struct Moved {
-  std::uint64_t htod = 0, htod_user = 0, dtoh = 0, dtoh_user = 0;
-};
-Moved moved(const cml::trace::Trace& t) {
-  Moved m;
-  for (const auto& u : t.unified) {
-    const bool user = u.migration_cause == 1;  // CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER
-    if (u.kind == cml::trace::UnifiedKind::BytesHtoD) { m.htod += u.value; if (user) m.htod_user += u.value; }
-    if (u.kind == cml::trace::UnifiedKind::BytesDtoH) { m.dtoh += u.value; if (user) m.dtoh_user += u.value; }
-  }
-  return m;
 }
 
 #define CML_REQUIRE_API_OK(calls) \
@@ -91,23 +69,15 @@ TEST_CASE("step 1: several threads' rounds give the right result", "[ch03][step1
   std::vector<std::unique_ptr<Fixture>> lanes;
   for (const std::size_t n : {std::size_t{100003}, std::size_t{4096}, std::size_t{777}})
     lanes.push_back(std::make_unique<Fixture>(n, 1009, static_cast<unsigned>(n)));
-  std::vector<std::string> errors(lanes.size());
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < lanes.size(); ++t)
-    threads.emplace_back([&, t] {
-      try {
-        CUDA_CHECK(cudaSetDevice(cml::test::device().index));
-        ch03::run_lane(lanes[t]->lane, 3, lanes[t]->signal);
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
+  const auto failures = ch03::on_threads(static_cast<int>(lanes.size()), cml::test::device().index, [&](int t) {
+    ch03::run_lane(lanes[static_cast<std::size_t>(t)]->lane, 3, lanes[static_cast<std::size_t>(t)]->signal);
+  });
   CUDA_CHECK(cudaDeviceSynchronize());
   for (std::size_t t = 0; t < lanes.size(); ++t) {
     CAPTURE(t);
-    INFO(errors[t]);
-    REQUIRE(errors[t].empty());
+    const std::string error = ch03::message(failures[t]);
+    INFO(error);
+    REQUIRE(error.empty());
     const auto want = lanes[t]->after_rounds(3);
     const auto r = cml::compare_exact(lanes[t]->data.data(), want.data(), want.size());
     INFO(r.describe() << " (a host step ran before its kernel finished: step 1)");
@@ -183,7 +153,7 @@ TEST_CASE("step 4: data moves by prefetch both ways, and the shared table is rea
   const auto calls = api.stop();
   CML_REQUIRE_TRACE_OK(t);
   CML_REQUIRE_API_OK(calls);
-  const Moved m = moved(t);
+  const ch03::Migration m = ch03::migrated(t);
   {
     INFO("device-to-host migrations: " << m.dtoh << " bytes, " << m.dtoh_user << " of them prefetched: prefetch "
          "the data to the host (cudaMemLocationTypeHost) after the kernel, before the host step (step 4; ./lab hint 03)");
@@ -213,14 +183,8 @@ TEST_CASE("step 4: prefetching to the GPU reaches at least 0.8 of an explicit co
   std::size_t n = std::size_t{64} << 20;  // 256 MiB
   while (3 * n * sizeof(unsigned) + (std::size_t{512} << 20) > dev.free_bytes && n > (std::size_t{1} << 20)) n /= 2;
   Fixture f(n, 1009, 5);
-  cml::PinnedBuffer<unsigned> pinned(n);
-  std::memcpy(pinned.data(), f.initial.data(), n * sizeof(unsigned));
-  cml::DeviceBuffer<unsigned> device(n);
-  cudaMemLocation host{};
-  host.type = cudaMemLocationTypeHost;
-  const cml::Work to_host = [&](cudaStream_t s) {
-    CUDA_CHECK(cudaMemPrefetchAsync(f.lane.data, n * sizeof(unsigned), host, 0, s));
-  };
+  const ch03::PinnedCopy copy(f.owner);
+  const cml::Work to_host = [&](cudaStream_t s) { ch03::move_pages(f.lane, ch03::host_location(), s); };
   to_host(f.lane.stream);
   CUDA_CHECK(cudaDeviceSynchronize());
   if (!cml::trace::disabled_by_environment()) {
@@ -231,20 +195,18 @@ TEST_CASE("step 4: prefetching to the GPU reaches at least 0.8 of an explicit co
     ch03::prefetch_to_gpu(f.lane);
     const auto t = recorder.stop();
     CML_REQUIRE_TRACE_OK(t);
-    INFO("prefetch_to_gpu moved " << moved(t).htod_user << " of " << n * sizeof(unsigned)
+    INFO("prefetch_to_gpu moved " << ch03::migrated(t).htod_user << " of " << n * sizeof(unsigned)
          << " bytes to the GPU (step 4)");
-    REQUIRE(moved(t).htod_user >= n * sizeof(unsigned) * 9 / 10);
+    REQUIRE(ch03::migrated(t).htod_user >= n * sizeof(unsigned) * 9 / 10);
   }
   const auto st = cml::time_interleaved(
       {to_host, {}},
-      {[&](cudaStream_t) { ch03::prefetch_to_gpu(f.lane); },
-       [&](cudaStream_t s) {
-         CUDA_CHECK(cudaMemcpyAsync(device.data(), pinned.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice, s));
-       }},
+      {[&](cudaStream_t) { ch03::prefetch_to_gpu(f.lane); }, [&](cudaStream_t s) { copy.to_gpu(s); }},
       f.lane.stream, {1, 7}, cml::Clock::Events);
   const double ratio = st[1].median_ms / st[0].median_ms;
-  INFO(cml::format_bytes(n * sizeof(unsigned)) << " to the GPU: prefetch " << cml::format_ms(st[0].median_ms)
-       << " (" << cml::gbps(n * sizeof(unsigned), st[0].median_ms) << " GB/s), explicit copy from pinned "
-       << cml::format_ms(st[1].median_ms) << ": prefetch reaches " << ratio << " of it; want at least 0.8 (step 4)");
+  INFO(cml::format_bytes(n * sizeof(unsigned)) << " to the GPU: prefetch " << cml::with_noise(st[0]) << " ("
+       << cml::gbps(n * sizeof(unsigned), st[0].median_ms) << " GB/s), explicit copy from pinned "
+       << cml::with_noise(st[1]) << ": prefetch reaches " << cml::ratio_text(st[1], st[0])
+       << " of it; want at least 0.8 (step 4)");
   CHECK(ratio >= 0.8);
 }
