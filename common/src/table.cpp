@@ -28,6 +28,13 @@ std::string csv_cell(const std::string& s) {
   for (char c : s) out += (c == '"') ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
+
+// Columns a cell takes on a terminal: UTF-8 characters, not bytes ("±" is two bytes, one column).
+std::size_t display_width(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0u) != 0x80u;  // count every byte but continuation bytes
+  return n;
+}
 }  // namespace
 
 std::string Table::csv_text() const {
@@ -47,14 +54,14 @@ void Table::print(std::FILE* out, bool csv) const {
     return;
   }
   std::vector<std::size_t> width(columns_.size());
-  for (std::size_t c = 0; c < columns_.size(); ++c) width[c] = columns_[c].size();
+  for (std::size_t c = 0; c < columns_.size(); ++c) width[c] = display_width(columns_[c]);
   for (const auto& r : rows_)
-    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], display_width(r[c]));
   const auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
     for (std::size_t c = 0; c < cells.size(); ++c) {
       // The first column reads left to right; numbers line up on the right.
-      const std::string pad(width[c] - cells[c].size(), ' ');
+      const std::string pad(width[c] - display_width(cells[c]), ' ');
       s += (c ? "  " : "") + (c == 0 ? cells[c] + pad : pad + cells[c]);
     }
     std::fprintf(out, "%s\n", s.c_str());

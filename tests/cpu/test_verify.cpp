@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -55,4 +57,28 @@ TEST_CASE("a table prints aligned, as CSV, and writes DIR/name.csv whole", "[cpu
   std::filesystem::remove_all(dir);
   CHECK(cml::fixed(1.23456, 2) == "1.23");
   CHECK(cml::fixed(std::nan(""), 2) == "-");
+}
+
+TEST_CASE("a table lines its columns up by characters, not bytes, so ± and µ do not shift them", "[cpu][table]") {
+  cml::Table t("noise", {"what", "time"});
+  t.row({"a", "1.0 ms ±0.8 %"}).row({"b", "12.0 ms ±10.5 %"});
+  char* text = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  REQUIRE(out != nullptr);
+  t.print(out, false);
+  std::fclose(out);
+  std::istringstream lines(std::string(text, size));
+  std::free(text);
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  const auto columns = [](const std::string& s) {
+    std::size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0u) != 0x80u;
+    return n;
+  };
+  CHECK(columns(first) == columns(second));
+  CHECK(columns(header) == columns(first));
 }
