@@ -13,6 +13,7 @@ from .build import BuildFailed, build_target
 from .chapters import Chapter, chapter_of
 from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, MAX_ERROR_LINES, ROOT
 from .diagnostics import report_build_failure
+from .hints import hint_command
 from .junit import CaseResult, group_steps, parse_junit, skip_lines
 from .processes import run_quiet
 from .state import remember, state_dir
@@ -97,11 +98,6 @@ def readable_failure(text: str, root: Path = ROOT, limit: int = 15) -> list[str]
     return out
 
 
-def hint_command(ch: Chapter, step: Optional[int]) -> str:
-    """The hint to read after a failure: the failing step's, when the step is known."""
-    return f"./lab hint {ch.num}" + (f" --step {step}" if step is not None else "")
-
-
 _STATE_COLOUR = {"passed": "green", "failed": "red", "skipped": "yellow"}
 
 
@@ -137,14 +133,14 @@ def print_check(ch: Chapter, res: CheckResult, output: str, root: Path = ROOT) -
         for line in readable_failure(res.first_failure.message, root):
             say("  " + line)
         say()
-        say(f"hint: {hint_command(ch, res.first_failure.step)}")
+        say(f"hint: {hint_command(ch.num, res.first_failure.step)}")
     elif res.code == EXIT_FAIL:
         tail = [l for l in output.splitlines() if l.strip()][-MAX_ERROR_LINES:]
         if tail:
             say("the test program's last lines:")
             for line in tail:
                 say("  " + line)
-        say(f"hint: {hint_command(ch, None)}")
+        say(f"hint: {hint_command(ch.num, None)}")
     elif res.code == EXIT_OK:
         say(paint(f"chapter {ch.num} passed", "green") + "   next: ./lab next")
 

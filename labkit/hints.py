@@ -44,6 +44,11 @@ def _make_hint(title: str, body: list[str]) -> Hint:
     return Hint(title=title, body="\n".join(body).strip("\n"), step=int(m.group(1)) if m else None)
 
 
+def hint_command(num: str, step: Optional[int]) -> str:
+    """The hint to read after a failure: the failing step's, when the step is known."""
+    return f"./lab hint {num}" + (f" --step {step}" if step is not None else "")
+
+
 def show_hint(hint: Hint, index: int, total: int, goal: str = "") -> None:
     """Prints one hint with its position, so the learner knows how many are left; with the
     step's goal from the README when there is one."""

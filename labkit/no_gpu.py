@@ -11,6 +11,7 @@ from .build import BuildFailed, build_targets, meson_tests
 from .chapters import Chapter
 from .core import EXIT_FAIL, EXIT_SKIP, ROOT
 from .diagnostics import report_build_failure
+from .hints import hint_command
 from .processes import run_quiet
 from .source import step_items
 from .state import remember
@@ -89,20 +90,25 @@ def check_without_gpu(ch: Chapter, tc: Toolchain, reason: str, root: Path = ROOT
             f"   {label}: {c.kernel}'s SASS has {c.cmd[3]} (no GPU needed){why}")
     failed = [c for c in checks if c.state == "failed"]
     if failed:
-        first = failed[0]
-        say()
-        say(paint(f"first failure: {first.name}", "red"))
-        for line in first.output.strip().splitlines()[-5:]:
-            say("  " + line)
-        if first.step is not None and first.step in goals:
-            say(f"  (step {first.step}: {goals[first.step]})")
-        say()
-        say("hint: ./lab hint " + ch.num + (f" --step {first.step}" if first.step is not None else ""))
-        remember(root, ch, {"state": "failing", "step": first.step, "reason": "SASS check failed"})
-        return EXIT_FAIL
+        _print_failure(ch, failed[0], goals)
     steps = sorted(goals) or sorted({k for i in step_items(ch.exercise.read_text(errors="replace"))
                                      for k in i.steps})
     why = reason or "no usable GPU"
     say(paint(f"your exercise.cu compiles; {_steps_text(steps)} need a GPU: {why}", "yellow"))
+    if failed:
+        remember(root, ch, {"state": "failing", "step": failed[0].step, "reason": "SASS check failed"})
+        return EXIT_FAIL
     remember(root, ch, {"state": "skipped", "reason": f"needs a GPU: {why}", "compiles": True})
     return EXIT_SKIP
+
+
+def _print_failure(ch: Chapter, first: SassCheck, goals: dict) -> None:
+    """The failed SASS check, what its step is about, and the step's hint."""
+    say()
+    say(paint(f"first failure: {first.name}", "red"))
+    for line in first.output.strip().splitlines()[-5:]:
+        say("  " + line)
+    if first.step in goals:
+        say(f"  (step {first.step}: {goals[first.step]})")
+    say(f"hint: {hint_command(ch.num, first.step)}")
+    say()

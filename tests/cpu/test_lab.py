@@ -23,8 +23,8 @@ LAB = REPO / "lab"
 
 
 sys.path.insert(0, str(REPO))
-from labkit import (chapters, check, cli, core, diagnostics, diff, hints, junit, run,  # noqa: E402
-                    selftest, source, steps, terminal, toolchain, watch)
+from labkit import (build, chapters, check, cli, core, diagnostics, diff, hints, junit,  # noqa: E402
+                    no_gpu, run, selftest, source, steps, terminal, toolchain, watch)
 
 SAMPLE_HINTS = """# Hints: chapter one
 
@@ -631,6 +631,413 @@ class TestParsers(unittest.TestCase):
         self.assertEqual(toolchain.version_tuple("1.13.2.git.kitware.jobserver-pipe-1"), (1, 13, 2))
         self.assertGreaterEqual(toolchain.version_tuple("meson 1.3.0"), toolchain.MIN_MESON)
         self.assertLess(toolchain.version_tuple("1.0.1"), toolchain.MIN_MESON)
+
+
+
+# --------------------------------------------------------------------------------------
+# The learner's loop (issue 9): each rough edge found by trying it as a new user would
+# --------------------------------------------------------------------------------------
+
+def capture(fn, *args, **kw):
+    """(return value, stdout, stderr) of a call that prints."""
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        value = fn(*args, **kw)
+    finally:
+        sys.stdout, sys.stderr = old
+    return value, out.getvalue(), err.getvalue()
+
+
+class TestLearnerCommands(LabTestCase):
+    def test_help_command_prints_that_commands_help(self):
+        r = self.lab("help", "run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("usage: ./lab run", r.stdout)
+        self.assertIn("--solution", r.stdout)
+        self.assertNotIn("commands:", r.stdout)
+        self.assertIn("commands:", self.lab("help").stdout)
+        r = self.lab("help", "frobnicate")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_list_is_the_chapter_table(self):
+        r = self.lab("list")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, self.lab().stdout)
+
+    def test_sanitizer_setup_without_compute_sanitizer_is_one_line_and_77(self):
+        if Path("/usr/local/cuda/bin/compute-sanitizer").exists():
+            self.skipTest("this machine's toolkit has compute-sanitizer")
+        env_path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                                   if d and not (Path(d) / "compute-sanitizer").exists())
+        r = subprocess.run([sys.executable, str(self.copy.root / "lab"), "test", "--setup", "memcheck"],
+                           cwd=self.copy.root, env=dict(self.copy.env(), PATH=env_path),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 77, r.stdout + r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("compute-sanitizer", r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+
+    def test_bad_gpu_arch_is_refused_at_once(self):
+        for bad in ("abc", "8x", "80,", "sm_90", "8.0"):
+            with self.subTest(value=bad):
+                r = self.lab("setup", f"--gpu-arch={bad}")
+                self.assertEqual(r.returncode, 2)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn("compute capability", r.stderr)
+                self.assertFalse((self.copy.root / "build").exists())
+
+    def test_gpu_arch_values(self):
+        self.assertEqual(toolchain.parse_gpu_arch(" 80 , 90a "), "80,90a")
+        self.assertEqual(toolchain.parse_gpu_arch("AUTO"), "auto")
+        self.assertEqual(toolchain.parse_gpu_arch("100"), "100")
+        with self.assertRaises(ValueError):
+            toolchain.parse_gpu_arch("abc")
+
+
+class TestDiffSteps(LabTestCase):
+    STARTER = """// header: TODO(1) to TODO(2), a mention, not a mark
+#include "api.cuh"
+
+namespace ch01 {
+
+// TODO(1): allocate pinned memory
+void* allocate(std::size_t n) { return std::malloc(n); }
+
+void release(void* p) { std::free(p); }
+
+// TODO(2): copy it; TODO(1) is done above (a mention)
+void copy(int* d, const int* h) {
+  for (int i = 0; i < 4; ++i) d[i] = h[i];
+}
+
+}  // namespace ch01
+"""
+    SOLUTION = """#include "api.cuh"
+
+namespace ch01 {
+
+// Step 1.
+void* allocate(std::size_t n) { void* p; CUDA_CHECK(cudaMallocHost(&p, n)); return p; }
+
+void release(void* p) { CUDA_CHECK(cudaFreeHost(p)); }
+
+namespace {
+// A helper the solution added.
+void copy_bytes(int* d, const int* h) { CUDA_CHECK(cudaMemcpy(d, h, 16, cudaMemcpyDefault)); }
+}  // namespace
+
+// Step 2.
+void copy(int* d, const int* h) { copy_bytes(d, h); }
+
+}  // namespace ch01
+"""
+
+    def setUp(self):
+        super().setUp()
+        self.copy.first.exercise.write_text(self.STARTER)
+        self.copy.first.solution.write_text(self.SOLUTION)
+
+    def test_steps_of_the_exercise(self):
+        self.assertEqual(source.functions_by_step(self.STARTER), {1: ["allocate", "release"], 2: ["copy"]})
+
+    def test_diff_step_shows_only_that_steps_functions_and_the_helpers_they_use(self):
+        r = self.lab("diff", self.num, "--step", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("+void copy_bytes(", r.stdout)
+        self.assertIn("+void copy(int* d, const int* h) { copy_bytes(d, h); }", r.stdout)
+        self.assertNotIn("allocate", r.stdout)
+        self.assertNotIn("release", r.stdout)
+        r = self.lab("diff", self.num, "--step", "1")
+        self.assertIn("cudaMallocHost", r.stdout)
+        self.assertNotIn("copy_bytes", r.stdout)
+        r = self.lab("diff", self.num, "--step", "7")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_diff_warns_that_it_spoils(self):
+        r = self.lab("diff", self.num)
+        self.assertIn("spoils", r.stderr)
+        self.assertIn("cudaMallocHost", r.stdout)     # off a terminal nobody can answer
+
+    def test_diff_asks_on_a_terminal_unless_yes(self):
+        class Terminal(io.StringIO):
+            def isatty(self):
+                return True
+        for answer, yes, shown in (("n\n", False, False), ("y\n", False, True), ("", True, True)):
+            with self.subTest(answer=answer, yes=yes):
+                old = sys.stdin
+                sys.stdin = Terminal(answer)
+                try:
+                    agreed, _, err = capture(diff.spoiler_agreed, self.copy.first, None, yes)
+                finally:
+                    sys.stdin = old
+                self.assertEqual(agreed, shown)
+                self.assertIn("spoils", err)
+                self.assertEqual("[y/N]" in err, not yes)
+
+
+class TestSteps(unittest.TestCase):
+    README = """# Chapter
+
+| step | goal | functions | what the tests check |
+|---|---|---|---|
+| 1 | pinned memory | `allocate`, `release` | it is pinned |
+| 2 | one copy | `copy` | one copy |
+
+More text.
+"""
+
+    def make_chapter(self, readme=README, exercise=TestDiffSteps.STARTER, tags=(1, 2),
+                     hint_steps=(1, 2)):
+        tmp = Path(tempfile.mkdtemp(prefix="cml-steps-"))
+        self.addCleanup(shutil.rmtree, tmp, True)
+        ch = chapters.Chapter(num="01", name="01_x", title="x", root=tmp)
+        ch.folder.mkdir(parents=True)
+        ch.readme.write_text(readme)
+        ch.exercise.write_text(exercise)
+        ch.hints.write_text("".join(f"## Step {k} — a hint\nbody\n" for k in hint_steps))
+        ch.tests.parent.mkdir(parents=True)
+        ch.tests.write_text("".join(f'TEST_CASE("step {k}: x", "[ch01][step{k}]")\n' for k in tags))
+        return ch
+
+    def test_readme_step_table_is_read(self):
+        rows = steps.readme_steps(self.README)
+        self.assertEqual(sorted(rows), [1, 2])
+        self.assertEqual(rows[1].goal, "pinned memory")
+        self.assertEqual(rows[1].functions, ["allocate", "release"])
+
+    def test_agreeing_chapter_has_no_disagreement(self):
+        self.assertEqual(steps.disagreements(self.make_chapter()), [])
+
+    def test_each_disagreement_is_named(self):
+        cases = [
+            (dict(tags=(1, 2, 3)), "[stepK] tags name steps 1, 2, 3"),
+            (dict(hint_steps=(1,)), "headings name steps 1"),
+            (dict(readme=self.README.replace("`allocate`, `release`", "`allocate`")),
+             "README's step 1 lists functions allocate; exercise.cu's TODO(1) marks allocate, release"),
+            (dict(exercise=TestDiffSteps.STARTER.replace("TODO(2):", "TODO(3):")),
+             "TODO(K): marks name steps 1, 3"),
+            (dict(readme="# no table\n"), "no step table"),
+        ]
+        for kw, expected in cases:
+            with self.subTest(expected=expected):
+                problems = steps.disagreements(self.make_chapter(**kw))
+                self.assertTrue(any(expected in p for p in problems), problems)
+
+    def test_the_real_chapters_agree(self):
+        for ch in chapters.load_chapters(REPO):
+            if ch.folder.is_dir():
+                with self.subTest(chapter=ch.name):
+                    self.assertEqual(steps.disagreements(ch), [])
+
+    def test_hint_shows_the_steps_goal_from_the_readme(self):
+        copy = LabCopy()
+        self.addCleanup(copy.cleanup)
+        copy.first.readme.write_text(self.README)
+        r = copy.run("hint", copy.first.num)
+        self.assertIn("(step 1: pinned memory)", r.stdout)
+
+
+class TestLinkAndMacroErrors(unittest.TestCase):
+    def setUp(self):
+        self.root = Path(tempfile.mkdtemp(prefix="cml-diag-"))
+        self.addCleanup(shutil.rmtree, self.root, True)
+        self.ch = chapters.Chapter(num="01", name="01_transfers", title="t", root=self.root)
+        self.ch.folder.mkdir(parents=True)
+        (self.ch.folder / "transfers.cuh").write_text(
+            "namespace ch01 {\nvoid* allocate_pinned(std::size_t bytes);\nvoid free_pinned(void* p);\n}\n")
+        (self.ch.folder / "owners.hpp").write_text("struct P { ~P() { free_pinned(p_); } };\n")
+        self.ch.exercise.write_text("namespace ch01 {\nvoid* allocate_pinned(std::size_t b) { return 0; }\n}\n")
+
+    LINK = ("/usr/bin/ld: chapters/ch01.p/01_transfers_main.cu.o: in function `main':\n"
+            "tmpxft_00000c2a_00000000-6_main.cudafe1.cpp:(.text+0x749): undefined reference to "
+            "`{sym}'\ncollect2: error: ld returned 1 exit status\n")
+
+    def test_missing_function_is_named_with_its_header(self):
+        out = self.LINK.format(sym="ch01::free_pinned(void*)")
+        self.assertEqual(diagnostics.explain_missing_functions(out, self.ch),
+                         ["your exercise.cu does not define `ch01::free_pinned(void*)` (declared in transfers.cuh)"])
+
+    def test_mangled_symbols_are_demangled_when_cxxfilt_is_there(self):
+        out = self.LINK.format(sym="_ZN4ch0111free_pinnedEPv").replace("main.cudafe1.cpp", "test_01_transfers.cpp")
+        lines = diagnostics.explain_missing_functions(out, self.ch)
+        expected = "ch01::free_pinned(void*)" if shutil.which("c++filt") else "_ZN4ch0111free_pinnedEPv"
+        if shutil.which("c++filt"):
+            self.assertEqual(len(lines), 1)
+            self.assertIn(f"`{expected}`", lines[0])
+        else:
+            self.assertEqual(diagnostics.undefined_symbols(out), [expected])
+
+    def test_changed_signature_points_at_the_learners_definition(self):
+        self.ch.exercise.write_text("namespace ch01 {\n\nvoid free_pinned(int* p) {}\n}\n")
+        lines = diagnostics.explain_missing_functions(self.LINK.format(sym="ch01::free_pinned(void*)"), self.ch)
+        self.assertEqual(len(lines), 1)
+        self.assertIn("the free_pinned at exercise.cu:3 has another signature; make it match transfers.cuh", lines[0])
+
+    def test_other_link_errors_are_left_to_the_linker_lines(self):
+        out = self.LINK.format(sym="cml::something_else()")
+        self.assertEqual(diagnostics.explain_missing_functions(out, self.ch), [])
+
+    def test_nvcc_error_inside_a_macro_shows_the_learners_line(self):
+        self.ch.exercise.write_text('namespace ch01 {\nvoid pin(void* p, std::size_t n) {\n'
+                                    '  CUDA_CHECK(cudaHostRegister(p, n, "x"));\n}\n}\n')
+        out = ('../chapters/01_transfers/exercise.cu(3): error: argument of type "const char *" is '
+               'incompatible with parameter of type "unsigned int"\n'
+               '    ::cml::check_cuda((cudaHostRegister(p, n, "x")), "cudaHostRegister(p, n, \\"x\\")", '
+               '"../chapters/01_transfers/exercise.cu", 3);\n'
+               '                                              ^\n\n1 error detected\n')
+        lines = diagnostics.extract_compile_errors(out, self.ch.exercise_rel, root=self.root)
+        self.assertEqual(lines[0], 'chapters/01_transfers/exercise.cu:3: error: argument of type '
+                                   '"const char *" is incompatible with parameter of type "unsigned int"')
+        self.assertEqual(lines[1], '    CUDA_CHECK(cudaHostRegister(p, n, "x"));')
+        self.assertEqual(lines[2].index("^"), lines[1].index('"x"'))
+        self.assertFalse(any("check_cuda" in l for l in lines))
+
+    def test_gcc_error_in_a_macros_definition_moves_to_the_learners_line(self):
+        self.ch.exercise.write_text("void f(void* p) {\n\n  CUDA_CHECK(p);\n}\n")
+        out = ("../common/cml/errors.hpp:71:45: error: cannot convert 'void*' to 'cudaError_t'\n"
+               "   71 | #define CUDA_CHECK(expr) ::cml::check_cuda((expr), #expr, __FILE__, __LINE__)\n"
+               "../chapters/01_transfers/exercise.cu:3:3: note: in expansion of macro 'CUDA_CHECK'\n"
+               "    3 |   CUDA_CHECK(p);\n")
+        lines = diagnostics.extract_compile_errors(out, self.ch.exercise_rel, root=self.root)
+        self.assertEqual(lines, ["chapters/01_transfers/exercise.cu:3: error: cannot convert 'void*' to 'cudaError_t'",
+                                 "    CUDA_CHECK(p);"])
+
+
+class TestBuildAndSelfTest(unittest.TestCase):
+    def test_first_build_means_nothing_built_yet(self):
+        with tempfile.TemporaryDirectory() as d:
+            build_dir = Path(d)
+            self.assertTrue(build.is_first_build(build_dir))
+            (build_dir / ".ninja_log").write_text("# ninja log v6\n")
+            self.assertTrue(build.is_first_build(build_dir))
+            (build_dir / ".ninja_log").write_text("# ninja log v6\n0\t10\t0\tcommon/a.o\tabc\n")
+            self.assertFalse(build.is_first_build(build_dir))
+
+    def test_self_test_names_the_reason_of_each_skip(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "testlog.json"
+            entries = [
+                {"name": "solutions+ch01 - cuda-memory-lab:ch01 solution", "result": "SKIP",
+                 "stdout": "SKIP: no CUDA device: no NVIDIA driver\n"},
+                {"name": "solutions+ch02 - cuda-memory-lab:ch02 solution", "result": "SKIP",
+                 "stdout": "SKIP: no CUDA device: no NVIDIA driver\n"},
+                {"name": "cpu - cuda-memory-lab:ch04 solution SASS", "result": "SKIP",
+                 "stdout": "", "stderr": "SKIP: cuobjdump not found\n"},
+                {"name": "cpu - cuda-memory-lab:cpu", "result": "OK", "stdout": "SKIP: not this one\n"},
+            ]
+            log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+            self.assertEqual(selftest.skip_reasons(log), {
+                "no CUDA device: no NVIDIA driver": ["ch01 solution", "ch02 solution"],
+                "cuobjdump not found": ["ch04 solution SASS"]})
+
+
+class TestCheckReport(LabTestCase):
+    def test_failure_points_to_the_failing_steps_hint(self):
+        res = check.interpret_check(1, JUNIT_V3, "")
+        _, out, _ = capture(check.print_check, self.copy.first, res, "", Path("/work/main"))
+        self.assertIn(f"hint: ./lab hint {self.num} --step 2", out)
+
+    def test_verbose_output_does_not_repeat_the_skip_line(self):
+        output = "SKIP: no CUDA device: no NVIDIA driver\nsomething else\n"
+        res = check.interpret_check(77, None, output)
+        self.assertTrue(res.nothing_ran)
+        shown = check.program_output_without(output, res.state["reason"])
+        self.assertEqual(shown, "something else")
+
+
+class TestCheckWithoutGpu(LabTestCase):
+    """No GPU: the learner's file compiled, the SASS checks of their kernels run, exit 77."""
+
+    def setUp(self):
+        super().setUp()
+        self.copy.first.exercise.write_text(TestDiffSteps.STARTER.replace(
+            "void copy(int* d", "__global__ void copy_kernel(int* d, const int* h) {}\nvoid copy(int* d"))
+        self.copy.first.readme.write_text(TestSteps.README)
+        self.build_dir = self.copy.root / "build"
+        (self.build_dir / "meson-info").mkdir(parents=True)
+        self.fake_sass = self.copy.tmp / "fake_sass_check"
+        self.tc = toolchain.Toolchain(root=self.copy.root, env=dict(os.environ))
+        self.saved = no_gpu.build_targets
+        no_gpu.build_targets = lambda *a, **kw: None    # nothing to build in this copy
+        self.addCleanup(setattr, no_gpu, "build_targets", self.saved)
+        os.environ["CML_LAB_STATE_DIR"] = str(self.copy.state)
+        self.addCleanup(os.environ.pop, "CML_LAB_STATE_DIR", None)
+
+    def register_sass_check(self, rc: int, output: str):
+        self.fake_sass.write_text(f"#!/bin/sh\necho '{output}'\nexit {rc}\n")
+        self.fake_sass.chmod(0o755)
+        tests = [{"name": "ch01 learner SASS copy_kernel has LDG.E.128",
+                  "cmd": [str(self.fake_sass), "build/chapters/ch01", "copy_kernel", "LDG.E.128"],
+                  "suite": ["cuda-memory-lab:learner_sass", f"cuda-memory-lab:ch{self.num}"]},
+                 {"name": "another chapter's", "cmd": ["false", "x", "k", "OP"],
+                  "suite": ["cuda-memory-lab:learner_sass", "cuda-memory-lab:ch99"]}]
+        (self.build_dir / "meson-info" / "intro-tests.json").write_text(json.dumps(tests))
+
+    def check(self):
+        return capture(no_gpu.check_without_gpu, self.copy.first, self.tc,
+                       "no CUDA device: no NVIDIA driver", self.copy.root)
+
+    def test_passing_sass_check_then_the_steps_that_need_a_gpu(self):
+        self.register_sass_check(0, "PASSED")
+        rc, out, _ = self.check()
+        self.assertEqual(rc, 77)
+        self.assertIn("step 2: copy_kernel's SASS has LDG.E.128", out)
+        self.assertEqual(out.strip().splitlines()[-1],
+                         "your exercise.cu compiles; steps 1 and 2 need a GPU: no CUDA device: no NVIDIA driver")
+        self.assertEqual(self.copy.state_json()["chapters"][self.copy.first.name]["state"], "skipped")
+
+    def test_failing_sass_check_is_a_failed_step_with_its_hint(self):
+        self.register_sass_check(1, "copy_kernel: 0 LDG.E.128 instruction(s)")
+        rc, out, _ = self.check()
+        self.assertEqual(rc, 1)
+        self.assertIn("0 LDG.E.128 instruction(s)", out)
+        self.assertIn(f"hint: ./lab hint {self.num} --step 2", out)
+
+    def test_without_cuobjdump_the_sass_check_skips_with_its_reason(self):
+        self.register_sass_check(77, "SKIP: cuobjdump not found")
+        rc, out, _ = self.check()
+        self.assertEqual(rc, 77)
+        self.assertIn("cuobjdump not found", out)
+
+
+class TestWatch(unittest.TestCase):
+    def test_every_save_triggers_one_check_and_ctrl_c_ends_the_loop(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "exercise.cu"
+            path.write_text("v1")
+            calls, sleeps = [], []
+
+            def fake_sleep(_):
+                sleeps.append(1)
+                if len(sleeps) == 2:            # the learner saves
+                    os.utime(path, ns=(10**18, 10**18))
+                if len(sleeps) == 5:
+                    raise KeyboardInterrupt
+            with self.assertRaises(KeyboardInterrupt):
+                watch.watch_loop(path, lambda: calls.append(1), 0, fake_sleep)
+            self.assertEqual(len(calls), 2)
+
+    def test_watch_exits_0_on_ctrl_c(self):
+        copy = LabCopy()
+        self.addCleanup(copy.cleanup)
+        saved = watch.setup, watch.watch_loop
+        watch.setup = lambda *a, **kw: None
+
+        def interrupted(*a, **kw):
+            raise KeyboardInterrupt
+        watch.watch_loop = interrupted
+        try:
+            args = type("Args", (), {"chapter": copy.first.num})()
+            rc, out, _ = capture(watch.cmd_watch, args, copy.root)
+        finally:
+            watch.setup, watch.watch_loop = saved
+        self.assertEqual(rc, 0)
+        self.assertIn("stopped watching", out)
 
 
 if __name__ == "__main__":
