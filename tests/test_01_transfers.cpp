@@ -6,8 +6,8 @@
 //   ./lab check 01                        against your exercise.cu
 //   meson test -C build "ch01 solution"   against the solution
 #include "gpu.hpp"
-#include "owners.hpp"
-#include "piece_set.hpp"
+#include "harness.hpp"
+#include "pinned.hpp"
 #include "transfers.cuh"
 
 #include "cml/buffers.hpp"
@@ -18,33 +18,21 @@
 
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+using cml::test::is_pinned;
 using cml::trace::CopyKind;
 using cml::trace::MemoryKind;
 
 namespace {
 
-bool is_pinned(const void* p) {
-  cudaPointerAttributes attr{};
-  CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
-  return attr.type == cudaMemoryTypeHost;
-}
-
 using Pinned = ch01::LearnerPinned;
 
-// Host -> device -> host through `host`, checked byte for byte.
+// Host -> device -> host through `host`, on the legacy stream, checked byte for byte.
 cml::VerifyResult round_trip(std::byte* host, std::size_t n, unsigned seed) {
-  std::vector<std::byte> want(n);
-  ch01::fill_pattern(want.data(), n, seed);
-  std::memcpy(host, want.data(), n);
   cml::DeviceBuffer<std::byte> device(n);
-  CUDA_CHECK(cudaMemcpy(device.data(), host, n, cudaMemcpyHostToDevice));
-  std::memset(host, 0, n);
-  CUDA_CHECK(cudaMemcpy(host, device.data(), n, cudaMemcpyDeviceToHost));
-  return cml::compare_exact(host, want.data(), n);
+  return ch01::round_trip(host, device.data(), ch01::pattern(n, seed), nullptr);
 }
 
 // The kinds of memory the traced copies of one direction came from or went to.
@@ -110,7 +98,8 @@ TEST_CASE("step 1: copies from pinned memory are faster than from pageable memor
       stream, {2, 10});
   const double speedup = stats[1].median_ms / stats[0].median_ms;
   INFO("64 MiB host-to-device: allocate_pinned's buffer " << cml::gbps(n, stats[0].median_ms) << " GB/s, pageable "
-       << cml::gbps(n, stats[1].median_ms) << " GB/s (" << speedup << "x); want at least 1.3x (step 1)");
+       << cml::gbps(n, stats[1].median_ms) << " GB/s; pageable time / pinned time " << cml::ratio_text(stats[1], stats[0])
+       << "; want at least 1.3 (step 1)");
   CHECK(speedup >= 1.3);
 }
 
@@ -202,8 +191,9 @@ TEST_CASE("step 3: packing and one copy beat one cudaMemcpy per piece at least 5
        [&](cudaStream_t s) { ch01::send_batched(set.batch, set.staging, s); }},
       stream, {2, 15}, cml::Clock::Host);
   const double speedup = stats[0].median_ms / stats[1].median_ms;
-  INFO("1024 pieces of 4 KiB: one cudaMemcpy each " << cml::format_ms(stats[0].median_ms) << ", send_batched "
-       << cml::format_ms(stats[1].median_ms) << " (" << speedup << "x); want at least 5x (step 3)");
+  INFO("1024 pieces of 4 KiB: one cudaMemcpy each " << cml::with_noise(stats[0]) << ", send_batched "
+       << cml::with_noise(stats[1]) << "; one by one / batched " << cml::ratio_text(stats[0], stats[1])
+       << "; want at least 5 (step 3)");
   CHECK(speedup >= 5.0);
 }
 
@@ -211,13 +201,6 @@ TEST_CASE("step 3: packing and one copy beat one cudaMemcpy per piece at least 5
 
 namespace {
 using ZeroCopyOwner = ch01::LearnerZeroCopy;
-
-unsigned long long fill_words(std::uint32_t* w, std::size_t n) {
-  std::minstd_rand rng(21);
-  unsigned long long sum = 0;
-  for (std::size_t i = 0; i < n; ++i) sum += (w[i] = static_cast<std::uint32_t>(rng()));
-  return sum;
-}
 }  // namespace
 
 TEST_CASE("step 4: a kernel reading the zero-copy buffer sees what the host wrote", "[ch01][step4][correctness]") {
@@ -225,16 +208,11 @@ TEST_CASE("step 4: a kernel reading the zero-copy buffer sees what the host wrot
   if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   const std::size_t n = (1u << 20) + 7;
   ZeroCopyOwner buf(n * sizeof(std::uint32_t));
-  const unsigned long long want = fill_words(static_cast<std::uint32_t*>(buf.z.host), n);
+  const unsigned long long want = ch01::fill_words(static_cast<std::uint32_t*>(buf.z.host), n, 21);
   cml::DeviceBuffer<unsigned long long> sum(1);
   cml::Stream stream;
-  CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(unsigned long long), stream));
-  ch01::prepare_for_device(buf.z, stream);
-  ch01::launch_sum(static_cast<const std::uint32_t*>(buf.z.device), n, 1, sum.data(), stream);
-  unsigned long long got = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&got, sum.data(), sizeof got, cudaMemcpyDeviceToHost, stream));
-  stream.synchronize();
-  CHECK(got == want);
+  ch01::sum_zero_copy(buf.z, n, 1, 1, sum.data(), stream);
+  CHECK(ch01::read_sum(sum.data(), stream) == want);
 }
 
 TEST_CASE("step 4: the kernel reads mapped host memory directly, with no copy", "[ch01][step4][mechanism]") {
@@ -243,7 +221,7 @@ TEST_CASE("step 4: the kernel reads mapped host memory directly, with no copy", 
   CML_REQUIRE_TRACING();
   const std::size_t n = (4u << 20) + 3;
   ZeroCopyOwner buf(n * sizeof(std::uint32_t));
-  fill_words(static_cast<std::uint32_t*>(buf.z.host), n);
+  ch01::fill_words(static_cast<std::uint32_t*>(buf.z.host), n, 21);
   {
     INFO("allocate_zero_copy's device pointer is not host memory: allocate with cudaHostAlloc(..., "
          "cudaHostAllocMapped) and get the device's view with cudaHostGetDevicePointer (step 4)");

@@ -1,0 +1,43 @@
+// Chapter 01 — see what_cuda_sees.hpp.
+#include "what_cuda_sees.hpp"
+
+#include "cml/errors.hpp"
+#include "cml/trace.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace ch01 {
+
+const char* pointer_kind(const void* p) {
+  cudaPointerAttributes attr{};
+  CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+  switch (attr.type) {
+    case cudaMemoryTypeHost: return "pinned";
+    case cudaMemoryTypeDevice: return "device";
+    case cudaMemoryTypeManaged: return "managed";
+    default: return "pageable";
+  }
+}
+
+void print_host_access(const cml::DeviceFacts& facts) {
+  std::printf("pageableMemoryAccess = %d: %s\n", facts.pageable_memory_access,
+              facts.pageable_memory_access
+                  ? "kernels may also read plain malloc memory here (HMM/ATS), without any copy"
+                  : "kernels cannot read plain malloc memory: it must be pinned and mapped");
+  const std::unique_ptr<std::byte[]> plain(new std::byte[64]);
+  std::printf("a malloc pointer is %s memory to CUDA\n", pointer_kind(plain.get()));
+}
+
+void print_send_batched_trace(const PieceSet& set, cudaStream_t stream) {
+  cml::trace::Recorder recorder;
+  send_batched(set.batch, set.staging, stream);
+  const cml::trace::Trace t = recorder.stop();
+  if (t.ok)
+    std::printf("your send_batched issued %zu host-to-device copies and %zu kernel(s)\n",
+                t.copies_of(cml::trace::CopyKind::HtoD).size(), t.kernels.size());
+  else
+    std::printf("(trace unavailable: %s)\n", t.error.c_str());
+}
+
+}  // namespace ch01
