@@ -3,17 +3,31 @@
 // every test case that ran skipped (or, for GPU tests, when there is no GPU at all: that
 // check comes before Catch2 starts), else 0. A skip is never counted as a pass.
 //
-// Environment: CML_TESTS=correctness runs only [correctness] cases (sanitizer setups);
-// CML_TRACE=off turns the CUPTI trace off (mechanism tests then skip).
+// Two ways to run (supervisor.hpp says why): GPU test executables run as a supervisor that
+// starts each selected test case in a process of its own under a watchdog; the children,
+// and CPU test executables, run their cases in this process, as Catch2 does.
+//
+// Environment:
+//   CML_TESTS=correctness  runs only [correctness] cases (sanitizer setups);
+//   CML_TRACE=off          turns the CUPTI trace off (mechanism tests then skip);
+//   CML_ISOLATE=off|on     one process for all cases (sanitizer setups, debugging by hand),
+//                          or one per case (the default for GPU tests only);
+//   CML_CASE_TIMEOUT=S     seconds a case may take when isolated before it is killed (60);
+//   CML_CHILD=1            set by the supervisor for its children (with CML_CHILD_CASE, the
+//                          name of the one case the child must run), never by hand.
 #define CATCH_CONFIG_RUNNER
 #include "catch.hpp"
+
+#include "supervisor.hpp"
+#include "verdicts.hpp"
 
 #include "cml/exit_codes.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <mutex>
+#include <optional>
+#include <stdlib.h>  // unsetenv
 #include <string>
 #include <vector>
 
@@ -29,7 +43,83 @@ struct Tally {
   int failed = 0;
   int skipped = 0;
   bool current_skipped = false;
+  std::string last_name;
 } tally;
+
+// The exit status for the cases this process ran (Catch2 returned `run_rc`). A child of
+// the supervisor does not announce "all skipped": its one case's skip is already reported.
+int exit_code(int run_rc, bool announce = true) {
+  if (tally.failed > 0 || (run_rc != 0 && tally.skipped < tally.started)) return kExitWrong;
+  if (tally.started == 0) {
+    // --list-tests and friends run no case and are fine; a filter that matched nothing is not.
+    return run_rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (tally.skipped == tally.started) {
+    if (announce) std::printf("SKIP: all %d test case(s) skipped\n", tally.started);
+    return kExitSkip;
+  }
+  return kExitOk;
+}
+
+std::string environment(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// Listings, help and the like run no test case: nothing to isolate or tally.
+bool is_query(const std::vector<std::string>& args) {
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--list", 0) == 0 || a == "-l" || a == "-t" || a == "-h" || a == "-?" || a == "--help" ||
+        a == "--libidentify")
+      return true;
+  }
+  return false;
+}
+
+// Whether to run one process per case: CML_ISOLATE, else this executable's default.
+std::optional<bool> isolate_wanted() {
+  const std::string v = environment("CML_ISOLATE");
+#if defined(CML_GPU_TESTS)
+  if (v.empty()) return true;
+#else
+  if (v.empty()) return false;
+#endif
+  if (v == "on" || v == "1" || v == "yes") return true;
+  if (v == "off" || v == "0" || v == "no") return false;
+  return std::nullopt;
+}
+
+// The cases Catch2 would run for this command line, in its order.
+std::vector<isolation::Case> selected_cases(Catch::Session& session) {
+  auto& config = session.config();
+  std::vector<isolation::Case> out;
+  for (const auto& tc : Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config)) {
+#if defined(CML_CATCH2_V3)
+    const auto& info = tc.getTestCaseInfo();
+#else
+    const auto& info = tc;
+#endif
+    out.push_back({info.name, info.tagsAsString()});
+  }
+  return out;
+}
+
+// A child of the supervisor: runs its one case, and proves it was that one (a name the
+// test-spec syntax could not express exactly would otherwise run the wrong cases).
+int run_child(Catch::Session& session) {
+  // Processes this case starts (the same executable under ncu, on a hidden case) keep
+  // CML_CHILD, so they run in-process too, but not the name they are not running.
+  const std::string expected = environment("CML_CHILD_CASE");
+  unsetenv("CML_CHILD_CASE");
+  const int rc = exit_code(session.run(), false);
+  if (!expected.empty() && (tally.started != 1 || tally.last_name != expected)) {
+    std::printf("isolation: this process was to run the test case \"%s\" alone, but its test spec selected %d case(s)\n",
+                expected.c_str(), tally.started);
+    return 3;
+  }
+  return rc;
+}
 }  // namespace
 
 void note_skip(const std::string& why) {
@@ -53,6 +143,7 @@ class TallyListener : public ListenerBase {
     ListenerBase::testCaseStarting(info);
     ++tally.started;
     tally.current_skipped = false;
+    tally.last_name = info.name;
   }
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
     ListenerBase::testCaseEnded(stats);
@@ -66,38 +157,44 @@ using cml::test::TallyListener;
 CATCH_REGISTER_LISTENER(TallyListener)
 
 int main(int argc, char** argv) {
+  using namespace cml::test;
 #if defined(CML_GPU_TESTS)
   if (auto why = cml::cuda_unavailable_reason()) {
     std::printf("SKIP: %s\n", why->c_str());
     return cml::kExitSkip;
   }
 #endif
-  std::vector<char*> args(argv, argv + argc);
-  std::string filter;
-  if (const char* only = std::getenv("CML_TESTS"); only != nullptr && *only != '\0') {
-    filter = std::string("[") + only + "]";
-    args.push_back(filter.data());
-  }
-  for (char* a : args)  // listings run no test case: nothing to tally
-    if (std::string(a).rfind("--list", 0) == 0) {
-      Catch::Session listing;
-      if (listing.applyCommandLine(static_cast<int>(args.size()), args.data()) != 0) return cml::kExitUsage;
-      listing.run();
-      return cml::kExitOk;
-    }
+  const bool child = environment("CML_CHILD") == "1";
+  std::vector<std::string> args(argv, argv + argc);
+  // A child's one test spec already went through the supervisor's CML_TESTS filter.
+  if (const std::string only = environment("CML_TESTS"); !only.empty() && !child) args.push_back("[" + only + "]");
+  std::vector<char*> c_args;
+  for (auto& a : args) c_args.push_back(a.data());
+
+  // One Session for the whole run: Catch2 v2 forgets the registered tests when a Session
+  // is destroyed, so a second one would find none.
   Catch::Session session;
-  const int rc = session.applyCommandLine(static_cast<int>(args.size()), args.data());
-  if (rc != 0) return cml::kExitUsage;
-  const int run_rc = session.run();
-  using cml::test::tally;
-  if (tally.failed > 0 || (run_rc != 0 && tally.skipped < tally.started)) return cml::kExitWrong;
-  if (tally.started == 0) {
-    // --list-tests and friends run no case and are fine; a filter that matched nothing is not.
-    return run_rc == 0 ? cml::kExitOk : cml::kExitUsage;
+  if (session.applyCommandLine(static_cast<int>(c_args.size()), c_args.data()) != 0) return cml::kExitUsage;
+  if (child) return run_child(session);
+  if (is_query(args)) {
+    session.run();
+    return cml::kExitOk;
   }
-  if (tally.skipped == tally.started) {
-    std::printf("SKIP: all %d test case(s) skipped\n", tally.started);
-    return cml::kExitSkip;
+  const auto isolate = isolate_wanted();
+  if (!isolate) {
+    std::fprintf(stderr, "CML_ISOLATE must be on or off, not '%s'\n", environment("CML_ISOLATE").c_str());
+    return cml::kExitUsage;
   }
-  return cml::kExitOk;
+  if (*isolate) {
+    const std::string limit = environment("CML_CASE_TIMEOUT");
+    const auto timeout_s = limit.empty() ? std::optional<double>(60.0) : isolation::parse_seconds(limit);
+    if (!timeout_s) {
+      std::fprintf(stderr, "CML_CASE_TIMEOUT must be a number of seconds above 0, not '%s'\n", limit.c_str());
+      return cml::kExitUsage;
+    }
+    const auto cases = selected_cases(session);
+    // No case selected: Catch2 itself says so, with its own exit status.
+    if (!cases.empty()) return isolation::supervise(cases, args, *timeout_s);
+  }
+  return exit_code(session.run());
 }
