@@ -1,0 +1,145 @@
+// Chapter 05 — shared memory, solved. The same file as chapters/05_shared_memory/exercise.cu
+// with every TODO done; the comments say why each choice is made.
+//
+//   ./lab run 05 --solution          the chapter's program with this file
+//   ./lab diff 05                    your file against this one (spoils the chapter)
+#include "transpose.cuh"
+
+#include "cml/errors.hpp"
+
+#include <stdexcept>
+
+namespace ch05 {
+
+namespace {
+
+// Steps 1-3 differ only in where element (row, col) of the tile lives: a row pitch of
+// kTile + Pad floats, and the column XORed with the row when Swizzle. The XOR with a row
+// number below 32 permutes the 32 columns of each row, so it loses nothing (a bijection),
+// and it sends the 32 rows' element `col` to 32 different banks.
+template <int Pad, bool Swizzle>
+__device__ __forceinline__ int tile_index(int row, int col) {
+  return row * (kTile + Pad) + (Swizzle ? (col ^ row) : col);
+}
+
+template <int Pad, bool Swizzle>
+__device__ __forceinline__ void transpose_tile(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                               int cols) {
+  __shared__ float tile[kTile * (kTile + Pad)];
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int row0 = blockIdx.y * kTile, col0 = blockIdx.x * kTile;
+  // Read: a warp (fixed y) takes 32 consecutive floats of one row of `in`, and stores them
+  // along one row of the tile: 32 consecutive words, 32 banks.
+  for (int k = 0; k < kTile; k += kBlockRows) {
+    const int r = row0 + y + k, c = col0 + x;
+    if (r < rows && c < cols) tile[tile_index<Pad, Swizzle>(y + k, x)] = in[static_cast<std::size_t>(r) * cols + c];
+  }
+  // Other warps wrote the tile's columns this warp is about to read.
+  __syncthreads();
+  // Write: the tile's column y + k becomes 32 consecutive floats of row col0 + y + k of
+  // `out`. Reading a column of the tile is where the banks conflict: without a pad or a
+  // swizzle its 32 words are 32 x 4 bytes apart, all in one bank.
+  for (int k = 0; k < kTile; k += kBlockRows) {
+    const int r = col0 + y + k, c = row0 + x;  // r < cols, c < rows: out is cols x rows
+    if (r < cols && c < rows) out[static_cast<std::size_t>(r) * rows + c] = tile[tile_index<Pad, Swizzle>(x, y + k)];
+  }
+}
+
+template <typename Kernel>
+void launch_tiles(Kernel kernel, const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  kernel<<<tile_grid(rows, cols), dim3(kTile, kBlockRows), 0, stream>>>(in, out, rows, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+// ---- Step 1 -----------------------------------------------------------------------------
+__global__ void transpose_tiled_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  transpose_tile<0, false>(in, out, rows, cols);
+}
+
+void transpose_tiled(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  launch_tiles(transpose_tiled_kernel, in, out, rows, cols, stream);
+}
+
+// ---- Step 2 -----------------------------------------------------------------------------
+// One float of pad per row: row i starts at word 33 i, so the column's 32 words fall in
+// banks (33 i + c) % 32 = (i + c) % 32, all different. The pad goes on the rows (the
+// second dimension): a pad row at the end would change nothing.
+__global__ void transpose_padded_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  transpose_tile<1, false>(in, out, rows, cols);
+}
+
+void transpose_padded(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  launch_tiles(transpose_padded_kernel, in, out, rows, cols, stream);
+}
+
+// ---- Step 3 -----------------------------------------------------------------------------
+__global__ void transpose_swizzled_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  transpose_tile<0, true>(in, out, rows, cols);
+}
+
+void transpose_swizzled(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  launch_tiles(transpose_swizzled_kernel, in, out, rows, cols, stream);
+}
+
+// ---- Step 4 -----------------------------------------------------------------------------
+// A 64 x 64 tile held as 64 rows of 16 float4, 256 threads. Each thread reads four float4
+// of `in` (rows of the tile), and later writes a 4 x 4 block of the transpose: it loads
+// four float4 of four consecutive tile rows, transposes them in registers, and stores four
+// float4 to four rows of `out`.
+//
+// The layout: a quarter-warp's 16-byte loads are conflict-free when its 8 lanes cover the
+// 32 banks once. In the write phase lanes a = 0..7 of a quarter read rows 4a + i at the
+// same float4 column b: 1 KiB apart, all in the same four banks (8-way). A pad cannot fix
+// that here (the row pitch must stay a multiple of 16 bytes, and 4 pitches = 4 words mod
+// 32 would need a pitch of 1 word mod 8): so swizzle at float4 granularity, column b of row
+// r stored at b ^ ((r / 4) % 8). Lanes a = 0..7 then hit columns b ^ a: 8 different groups
+// of four banks. In the read phase a quarter-warp stores 8 consecutive float4 of one row,
+// and XOR with a value below 8 keeps them in the same 128 bytes: conflict-free as well.
+constexpr int kWideTile = 64;
+constexpr int kWideVecs = kWideTile / 4;  // float4 per tile row
+constexpr int kWideThreads = 256;
+
+__device__ __forceinline__ int wide_column(int row, int vec) { return vec ^ ((row / 4) % 8); }
+
+__global__ void transpose_wide_kernel(const float4* __restrict__ in, float4* __restrict__ out, int rows, int cols) {
+  __shared__ float4 tile[kWideTile][kWideVecs];
+  const int t = threadIdx.x;
+  const int row0 = blockIdx.y * kWideTile, col0 = blockIdx.x * kWideTile;
+  const int vecs_in = cols / 4, vecs_out = rows / 4;  // float4 per row of in, of out
+  // Read: 16 lanes cover one tile row (256 contiguous bytes), a warp two rows.
+  for (int r = t / kWideVecs; r < kWideTile; r += kWideThreads / kWideVecs) {
+    const int v = t % kWideVecs;
+    if (row0 + r < rows && col0 + 4 * v < cols)
+      tile[r][wide_column(r, v)] = in[static_cast<std::size_t>(row0 + r) * vecs_in + col0 / 4 + v];
+  }
+  __syncthreads();
+  // Write: lane a (consecutive lanes) takes tile rows 4a..4a+3, so 16 lanes write 256
+  // contiguous bytes of one row of `out`; b picks the tile's float4 column.
+  const int a = t % kWideVecs, b = t / kWideVecs;
+  if (row0 + 4 * a >= rows || col0 + 4 * b >= cols) return;  // rows, cols: multiples of 4
+  const float4 v0 = tile[4 * a + 0][wide_column(4 * a + 0, b)];
+  const float4 v1 = tile[4 * a + 1][wide_column(4 * a + 1, b)];
+  const float4 v2 = tile[4 * a + 2][wide_column(4 * a + 2, b)];
+  const float4 v3 = tile[4 * a + 3][wide_column(4 * a + 3, b)];
+  // Column k of the 4 x 4 block is row k of its transpose.
+  const std::size_t o = static_cast<std::size_t>(col0 + 4 * b) * vecs_out + (row0 / 4 + a);
+  out[o] = make_float4(v0.x, v1.x, v2.x, v3.x);
+  out[o + vecs_out] = make_float4(v0.y, v1.y, v2.y, v3.y);
+  out[o + 2 * static_cast<std::size_t>(vecs_out)] = make_float4(v0.z, v1.z, v2.z, v3.z);
+  out[o + 3 * static_cast<std::size_t>(vecs_out)] = make_float4(v0.w, v1.w, v2.w, v3.w);
+}
+
+void transpose_wide(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  if (rows % 4 != 0 || cols % 4 != 0)
+    throw std::invalid_argument("transpose_wide: rows and cols must be multiples of 4");
+  if (rows <= 0 || cols <= 0) return;
+  const dim3 grid((cols + kWideTile - 1) / kWideTile, (rows + kWideTile - 1) / kWideTile);
+  transpose_wide_kernel<<<grid, kWideThreads, 0, stream>>>(reinterpret_cast<const float4*>(in),
+                                                           reinterpret_cast<float4*>(out), rows, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ch05
