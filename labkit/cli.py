@@ -45,6 +45,7 @@ def _chapter_parser(prog: str, description: str) -> Parser:
 
 
 def _gpu_arch(text: str) -> str:
+    """--gpu-arch's value checked while parsing, so a bad one is a usage error at once."""
     try:
         return parse_gpu_arch(text)
     except ValueError as e:

@@ -36,6 +36,7 @@ def short_source_path(path: str, root: Path = ROOT) -> str:
 
 
 def _source_line(root: Path, rel: str, line_no: int) -> Optional[str]:
+    """Line line_no of a file of the checkout, as written (None when unreadable)."""
     try:
         lines = (root / rel).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -44,6 +45,7 @@ def _source_line(root: Path, rel: str, line_no: int) -> Optional[str]:
 
 
 def _token_at(text: str, col: int) -> str:
+    """The token (string literal, word or symbol) that starts at a caret's column."""
     m = re.compile(r'"(?:\\.|[^"\\])*"|\w+|\S').match(text, col)
     return m.group(0) if m else ""
 
@@ -69,7 +71,7 @@ def extract_compile_errors(output: str, exercise_rel: Optional[str] = None,
     error diagnostics of any file, then link errors, then the log's last lines."""
     lines = output.splitlines()
 
-    def continuation(i: int) -> int:
+    def continuation(i: int) -> int:      # past the indented lines that belong to line i
         j = i + 1
         while j < len(lines) and lines[j][:1] in (" ", "\t") and lines[j].strip():
             j += 1

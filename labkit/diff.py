@@ -14,6 +14,7 @@ from .terminal import is_terminal, paint, say
 
 
 def _read(path: Path, missing: str) -> str:
+    """A file's text, or a LabError saying what is missing."""
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -28,6 +29,7 @@ def read_pair(ch: Chapter) -> tuple[str, str]:
 
 
 def unified(mine: str, theirs: str, mine_label: str, theirs_label: str) -> list[str]:
+    """difflib's unified diff of two texts, as lines."""
     return list(difflib.unified_diff(mine.splitlines(keepends=True), theirs.splitlines(keepends=True),
                                      fromfile=mine_label, tofile=theirs_label))
 

@@ -40,6 +40,7 @@ def counter_permission() -> tuple[Optional[bool], str]:
 
 
 def _toolkit_and_driver() -> None:
+    """nvcc and the driver, as nvidia-smi sees them."""
     say(paint("toolkit and driver", "bold"))
     nvcc = find_nvcc()
     if nvcc:
@@ -62,6 +63,7 @@ def _toolkit_and_driver() -> None:
 
 
 def _build_tools(root: Path):
+    """Meson, Ninja, Catch2 and build/: the Toolchain, or None when set-up failed."""
     say(paint("build tools", "bold"))
     try:
         tc = setup(root, catch2_required=False, quiet_problems=True)
@@ -79,6 +81,7 @@ def _build_tools(root: Path):
 
 
 def _gpu_facts(tc) -> bool:
+    """What cml_doctor reads from the GPU; whether a GPU is usable."""
     say(paint("GPU facts (build/tools/cml_doctor)", "bold"))
     if tc is None:
         doctor_line("cml_doctor", False, "not built: fix the setup problem above first")
@@ -102,6 +105,7 @@ def _gpu_facts(tc) -> bool:
 
 
 def _profilers(root: Path) -> None:
+    """ncu and its counter permission, compute-sanitizer, matplotlib."""
     say(paint("profilers and checkers", "bold"))
     ncu = find_cuda_tool("ncu")
     if ncu:

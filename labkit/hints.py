@@ -61,6 +61,7 @@ def show_hint(hint: Hint, index: int, total: int, goal: str = "") -> None:
 
 
 def _load_hints(ch) -> list[Hint]:
+    """The chapter's hints; a missing or empty hints.md is one clear line."""
     try:
         hints = parse_hints(ch.hints.read_text(encoding="utf-8"))
     except OSError:

@@ -58,12 +58,13 @@ def learner_sass_checks(ch: Chapter, build: Path) -> list[SassCheck]:
     return checks
 
 
-def _steps_text(steps: list) -> str:
+def _steps_need(steps: list) -> str:
+    """'step 1 needs', 'steps 1, 2 and 3 need'."""
     if not steps:
-        return "its steps"
+        return "its steps need"
     if len(steps) == 1:
-        return f"step {steps[0]}"
-    return "steps " + ", ".join(map(str, steps[:-1])) + f" and {steps[-1]}"
+        return f"step {steps[0]} needs"
+    return "steps " + ", ".join(map(str, steps[:-1])) + f" and {steps[-1]} need"
 
 
 def check_without_gpu(ch: Chapter, tc: Toolchain, reason: str, root: Path = ROOT) -> int:
@@ -94,7 +95,7 @@ def check_without_gpu(ch: Chapter, tc: Toolchain, reason: str, root: Path = ROOT
     steps = sorted(goals) or sorted({k for i in step_items(ch.exercise.read_text(errors="replace"))
                                      for k in i.steps})
     why = reason or "no usable GPU"
-    say(paint(f"your exercise.cu compiles; {_steps_text(steps)} need a GPU: {why}", "yellow"))
+    say(paint(f"your exercise.cu compiles; {_steps_need(steps)} a GPU: {why}", "yellow"))
     if failed:
         remember(root, ch, {"state": "failing", "step": failed[0].step, "reason": "SASS check failed"})
         return EXIT_FAIL

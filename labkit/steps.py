@@ -26,6 +26,7 @@ class StepRow:
 
 
 def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table row."""
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
@@ -64,6 +65,7 @@ def hint_steps(text: str) -> set:
 
 
 def _read(path) -> str:
+    """A file's text; '' when it is missing (its absence is a disagreement, not a crash)."""
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
@@ -76,6 +78,7 @@ def step_goals(ch: Chapter) -> dict[int, str]:
 
 
 def _names(steps) -> str:
+    """'1, 2, 3' (or 'none')."""
     return ", ".join(str(k) for k in sorted(steps)) or "none"
 
 

@@ -175,6 +175,7 @@ def _meson_setup(tc: Toolchain, extra: list, show_output: bool) -> tuple[int, st
 
 
 def _configure_failed(out: str, tc: Toolchain) -> LabError:
+    """Meson's first ERROR line (or its last line) and where the whole log is."""
     errors = [l for l in out.splitlines() if "ERROR" in l]
     why = errors[0].strip() if errors else last_lines(out)
     log = state_dir(tc.root) / "configure.log"
