@@ -208,3 +208,48 @@ TEST_CASE("a misaligned access or an odd width is refused, as the hardware would
   b.width = 12;
   CHECK_THROWS_AS(cml::count_banks(b), std::invalid_argument);
 }
+
+// Chapter 05's experiments (chapters/05_shared_memory/harness.hpp) run on the GPU with
+// these predictions: each must stay inside the kernel's shared array, keep its vector
+// aligned, and predict what its label says.
+#include "../../chapters/05_shared_memory/harness.hpp"
+
+TEST_CASE("chapter 05's experiments stay in their shared array and predict what their names say", "[cpu][banks]") {
+  for (const auto& e : ch05::experiments()) {
+    CAPTURE(e.name);
+    for (unsigned l = 0; l < 32; ++l) CHECK((e.element[l] + 1) * e.width <= ch05::kExperimentBytes);
+    CHECK_NOTHROW(e.model());
+    const std::string name = e.name;
+    CHECK(name.rfind(e.store ? "STS." : "LDS.", 0) == 0);
+    CHECK(name.find(std::to_string(e.width * 8)) == 4);
+  }
+  const auto find = [](const std::string& name) {
+    for (const auto& e : ch05::experiments())
+      if (name == e.name) return e.model();
+    FAIL("no experiment " << name);
+    return cml::BankCount{};
+  };
+  CHECK(find("LDS.32 stride 32 (tile column)").wavefronts == 32);
+  CHECK(find("LDS.32 swizzled column").wavefronts == 1);
+  CHECK(find("LDS.64 notes t3: i, i^1 same").wavefronts == 1);
+  CHECK(find("LDS.128 all paired").wavefronts == 2);
+}
+
+TEST_CASE("chapter 05's tile transposes: the unpadded tile's column reads are 32-way, padded and swizzled 1", "[cpu][banks]") {
+  const auto plain = ch05::tile_transpose_model(64, 64, 32, false);
+  const auto padded = ch05::tile_transpose_model(64, 64, 33, false);
+  const auto swizzled = ch05::tile_transpose_model(64, 64, 32, true);
+  const unsigned accesses = 4 * 8 * 4;  // 4 tiles x 8 warps x 4 rows each
+  CHECK(plain.stores.wavefronts == accesses);
+  CHECK(plain.loads.wavefronts == 32 * accesses);
+  CHECK(plain.loads.conflicts == 31 * accesses);
+  CHECK(padded.loads.wavefronts == accesses);
+  CHECK(padded.stores.conflicts == 0);
+  CHECK(swizzled.loads.wavefronts == accesses);
+  CHECK(swizzled.stores.conflicts == 0);
+  // Ragged: a 40 x 40 matrix has partial tiles; their idle lanes cost nothing, and warps
+  // with no row to move issue nothing.
+  const auto ragged = ch05::tile_transpose_model(40, 40, 33, false);
+  CHECK(ragged.loads.conflicts == 0);
+  CHECK(ragged.stores.transactions == 40 + 40);  // one per row of each tile column: 40 rows x 2 tile columns
+}
