@@ -115,6 +115,12 @@ double wall_ms_on_threads(int count, int device, const std::function<void(int)>&
   return ms;
 }
 
+cml::trace::Options with_migrations() {
+  cml::trace::Options opts;
+  opts.unified_memory = true;
+  return opts;
+}
+
 Migration migrated(const cml::trace::Trace& trace) {
   Migration m;
   for (const auto& u : trace.unified) m.add(u);
@@ -137,9 +143,7 @@ Measured measure(const std::vector<Variant>& variants, cudaStream_t stream, cml:
   struct Window {
     std::uint64_t start = 0, end = 0;
   };
-  cml::trace::Options opts;
-  opts.unified_memory = true;
-  cml::trace::Recorder recorder(opts);
+  cml::trace::Recorder recorder(with_migrations());
   std::vector<Window> windows;
   for (std::size_t k = 0; k < variants.size(); ++k) {
     if (prepare[k]) prepare[k](stream);

@@ -73,7 +73,9 @@ struct Migration {
   std::uint64_t htod = 0, htod_user = 0, dtoh = 0, dtoh_user = 0, gpu_faults = 0, cpu_faults = 0;
   void add(const cml::trace::UnifiedRecord& record);
 };
-// Everything a trace recorded (with Options::unified_memory).
+// What a recording needs for migrations: CUPTI's unified-memory records besides the rest.
+cml::trace::Options with_migrations();
+// Everything a trace recorded with those options.
 Migration migrated(const cml::trace::Trace& trace);
 
 // A way of moving the data: what to do first, untimed, and what to time.
