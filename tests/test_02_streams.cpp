@@ -6,22 +6,20 @@
 //   ./lab check 02                        against your exercise.cu
 //   meson test -C build "ch02 solution"   against the solution
 #include "gpu.hpp"
-#include "owners.hpp"
+#include "harness.hpp"
+#include "pinned.hpp"
 #include "streams.cuh"
 
-#include "cml/buffers.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
 #include "cml/trace.hpp"
-#include "cml/verify.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+using cml::test::is_pinned;
 using cml::trace::CopyKind;
 using cml::trace::MemoryKind;
 
@@ -35,25 +33,12 @@ struct Setup : ch02::Workload {
   Setup(std::size_t n, int cycles) : Workload(n, static_cast<unsigned>(n), cycles) {}
 };
 
-bool is_pinned(const void* p) {
-  cudaPointerAttributes a{};
-  CUDA_CHECK(cudaPointerGetAttributes(&a, p));
-  return a.type == cudaMemoryTypeHost;
-}
-
-// The cycles value at which AddKernel over n ints takes about as long as copying them in.
+// The cycles at which AddKernel over s's ints takes as long as the slower copy (the
+// program's balanced point), measured with few repetitions: the tests need it close, not exact.
 int balanced_cycles(Setup& s) {
-  const ch02::Problem& p = s.problem;
-  cml::Stream st;
-  const auto copy = cml::time_work([&](cudaStream_t x) {
-    CUDA_CHECK(cudaMemcpyAsync(p.device_in, p.host_in, p.n * sizeof(int), cudaMemcpyHostToDevice, x));
-  }, st, {1, 5});
-  const auto kernel_at = [&](int c) {
-    return cml::time_work([&](cudaStream_t x) { ch02::launch_add(p.device_in, p.device_out, p.n, c, 3, x); },
-                          st, {1, 5}).median_ms;
-  };
-  const double t0 = kernel_at(0), t1 = kernel_at(1024);
-  return t1 > t0 ? std::max(0, static_cast<int>(1024.0 * (copy.median_ms - t0) / (t1 - t0))) : 0;
+  cml::Stream stream;
+  const cml::TimingOptions quick{1, 5};
+  return ch02::balanced_cycles(s.problem, ch02::measure_copies(s.problem, quick), quick, stream);
 }
 
 }  // namespace
@@ -64,10 +49,7 @@ TEST_CASE("step 1: the sequential pipeline gives the right result through your b
   cml::test::device();
   Setup s(100003, 7);
   Streams streams(1);
-  ch02::poison(s.problem);
-  ch02::run_sequential(s.problem, streams.s.front());
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const auto r = ch02::verify(s.problem);
+  const auto r = ch02::verify_pipeline(s.problem, [&] { ch02::run_sequential(s.problem, streams.s.front()); });
   INFO(r.describe());
   CHECK(r.ok);
 }
@@ -99,10 +81,7 @@ TEST_CASE("step 2: the staged pipeline gives the right result", "[ch02][step2][c
   Setup s(1 << 20, 16);
   Streams streams(4);
   for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
-    ch02::poison(s.problem);
-    ch02::run_staged(s.problem, streams.s, 8, order);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    const auto r = ch02::verify(s.problem);
+    const auto r = ch02::verify_pipeline(s.problem, [&] { ch02::run_staged(s.problem, streams.s, 8, order); });
     INFO((order == ch02::IssueOrder::Breadth ? "breadth-first: " : "depth-first: ") << r.describe());
     CHECK(r.ok);
   }
@@ -117,11 +96,9 @@ TEST_CASE("step 2: the staged pipeline overlaps copies with kernels on your stre
   const std::size_t chunks = 16;
   // Depth-first: breadth-first with fewer streams than chunks serialises by stream order
   // itself (docs/02_streams.md), which is the plan's business (step 4), not this step's.
-  cml::trace::Recorder recorder;
-  ch02::run_staged(s.problem, streams.s, chunks, ch02::IssueOrder::Depth);
-  recorder.discard();  // the first run under the trace warms CUPTI up (cml/trace.hpp)
-  ch02::run_staged(s.problem, streams.s, chunks, ch02::IssueOrder::Depth);
-  const auto t = recorder.stop();
+  const ch02::Overlap o =
+      ch02::traced([&] { ch02::run_staged(s.problem, streams.s, chunks, ch02::IssueOrder::Depth); });
+  const cml::trace::Trace& t = o.trace;
   CML_REQUIRE_TRACE_OK(t);
   const auto kernels = t.kernels_named("AddKernel");
   const auto in = t.copies_of(CopyKind::HtoD);
@@ -149,16 +126,13 @@ TEST_CASE("step 2: the staged pipeline overlaps copies with kernels on your stre
          "(breaker: pageable)");
     CHECK(c.src == MemoryKind::Pinned);
   }
-  auto copies = t.copy_intervals(CopyKind::HtoD);
-  const auto back = t.copy_intervals(CopyKind::DtoH);
-  copies.insert(copies.end(), back.begin(), back.end());
-  const double together = cml::overlap_fraction(copies, t.kernel_intervals());
+  const double together = o.copy_kernel;
   INFO("a copy and a kernel were in flight together for " << 100 * together << "% of the run; want at least 50%. "
        "Something waits inside your loop: a cudaMemcpy (not Async), a cudaDeviceSynchronize or cudaStreamSynchronize, "
        "a cudaFree (breakers: sync-copy, device-sync, free-in-loop)");
   CHECK(together >= 0.5);
   if (cml::test::device().async_engine_count >= 2) {
-    const double both = cml::overlap_fraction(t.copy_intervals(CopyKind::HtoD), back);
+    const double both = o.in_out;
     INFO("copies in and out were in flight together for " << 100 * both << "% of the run; this GPU has "
          << cml::test::device().async_engine_count << " copy engines, so they can overlap: want at least 20%");
     CHECK(both >= 0.2);
@@ -174,10 +148,8 @@ TEST_CASE("step 3: sizes the chunk count does not divide give the right result",
   for (const Shape sh : {Shape{8 * 1000 + 5, 8}, Shape{1000003, 7}, Shape{7, 8}, Shape{1, 4}, Shape{255, 256}}) {
     CAPTURE(sh.n, sh.chunks);
     Setup s(sh.n, 5);
-    ch02::poison(s.problem);
-    ch02::run_staged(s.problem, streams.s, sh.chunks, ch02::IssueOrder::Breadth);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    const auto r = ch02::verify(s.problem);
+    const auto r = ch02::verify_pipeline(
+        s.problem, [&] { ch02::run_staged(s.problem, streams.s, sh.chunks, ch02::IssueOrder::Breadth); });
     INFO(r.describe() << " (the last chunk is shorter: step 3)");
     CHECK(r.ok);
   }
@@ -231,14 +203,12 @@ TEST_CASE("step 4: your plan makes the staged pipeline at least 1.5x faster than
                                          [&](cudaStream_t) { ch02::run_staged(s.problem, streams.s, plan.chunks, plan.order); }},
                                         stream, {2, 7}, cml::Clock::Host);
   const double speedup = st[0].median_ms / st[1].median_ms;
-  INFO("at cycles " << s.problem.cycles << " (kernel about as long as a copy): sequential " << cml::format_ms(st[0].median_ms)
-       << ", staged " << cml::format_ms(st[1].median_ms) << " = " << speedup << "x with " << plan.streams << " streams, "
-       << plan.chunks << " chunks; want at least 1.5x (step 4: more chunks shorten the fill and drain)");
+  INFO("at cycles " << s.problem.cycles << " (kernel about as long as a copy): sequential " << cml::with_noise(st[0])
+       << ", staged " << cml::with_noise(st[1]) << " with " << plan.streams << " streams, " << plan.chunks
+       << " chunks; sequential / staged " << cml::ratio_text(st[0], st[1])
+       << "; want at least 1.5 (step 4: more chunks shorten the fill and drain)");
   CHECK(speedup >= 1.5);
-  ch02::poison(s.problem);
-  ch02::run_staged(s.problem, streams.s, plan.chunks, plan.order);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const auto r = ch02::verify(s.problem);
+  const auto r = ch02::verify_pipeline(s.problem, [&] { ch02::run_staged(s.problem, streams.s, plan.chunks, plan.order); });
   INFO(r.describe());
   CHECK(r.ok);
 }

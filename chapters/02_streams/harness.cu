@@ -1,0 +1,67 @@
+// Chapter 02 — see harness.hpp.
+#include "harness.hpp"
+
+#include "cml/intervals.hpp"
+#include "cml/stream.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ch02 {
+
+cml::VerifyResult verify_pipeline(const Problem& p, const std::function<void()>& issue) {
+  std::memset(p.host_out, 0xA5, p.n * sizeof(int));
+  issue();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<int> want(p.n);
+  for (std::size_t i = 0; i < p.n; ++i) want[i] = expected(p.host_in[i], p.cycles, p.add_value);
+  return cml::compare_exact(p.host_out, want.data(), p.n);
+}
+
+Phases measure_copies(const Problem& p, cml::TimingOptions timing) {
+  cml::Stream a, b;
+  const std::size_t bytes = p.n * sizeof(int);
+  const auto st = cml::time_interleaved(
+      {[&](cudaStream_t x) { CUDA_CHECK(cudaMemcpyAsync(p.device_in, p.host_in, bytes, cudaMemcpyHostToDevice, x)); },
+       [&](cudaStream_t x) { CUDA_CHECK(cudaMemcpyAsync(p.host_out, p.device_out, bytes, cudaMemcpyDeviceToHost, x)); },
+       [&](cudaStream_t) {
+         CUDA_CHECK(cudaMemcpyAsync(p.device_in, p.host_in, bytes, cudaMemcpyHostToDevice, a));
+         CUDA_CHECK(cudaMemcpyAsync(p.host_out, p.device_out, bytes, cudaMemcpyDeviceToHost, b));
+       }},
+      a, timing, cml::Clock::Host);
+  return {st[0].median_ms, st[1].median_ms, st[2].median_ms};
+}
+
+double measure_kernel(const Problem& p, int cycles, cml::TimingOptions timing, cudaStream_t stream) {
+  return cml::time_work([&](cudaStream_t x) { launch_add(p.device_in, p.device_out, p.n, cycles, p.add_value, x); },
+                        stream, timing, cml::Clock::Events)
+      .median_ms;
+}
+
+int balanced_cycles(const Problem& p, const Phases& copies, cml::TimingOptions timing, cudaStream_t stream) {
+  const double t0 = measure_kernel(p, 0, timing, stream);
+  const double t1 = measure_kernel(p, 1024, timing, stream);
+  const double target = std::max(copies.h2d, copies.d2h);
+  if (t1 <= t0) return 0;
+  const double c = 1024.0 * (target - t0) / (t1 - t0);
+  return std::clamp(static_cast<int>(c / 64.0 + 0.5) * 64, 0, 1 << 20);
+}
+
+Overlap traced(const std::function<void()>& issue) {
+  cml::trace::Recorder recorder;
+  issue();
+  recorder.discard();
+  issue();
+  Overlap o;
+  o.trace = recorder.stop();
+  o.ok = o.trace.ok && !o.trace.kernels.empty();
+  o.error = o.trace.ok ? (o.trace.kernels.empty() ? "the trace recorded no kernel" : "") : o.trace.error;
+  auto copies = o.trace.copy_intervals(cml::trace::CopyKind::HtoD);
+  const auto out = o.trace.copy_intervals(cml::trace::CopyKind::DtoH);
+  o.in_out = cml::overlap_fraction(copies, out);
+  copies.insert(copies.end(), out.begin(), out.end());
+  o.copy_kernel = cml::overlap_fraction(copies, o.trace.kernel_intervals());
+  return o;
+}
+
+}  // namespace ch02
