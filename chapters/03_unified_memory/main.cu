@@ -38,7 +38,7 @@ struct Settings {
 };
 
 // What every mode works with: the settings, the run, and the table all lanes read.
-struct Chapter {
+struct Context {
   const Settings& s;
   const cml::Run& run;
   const cml::ManagedBuffer<unsigned>& table;
@@ -63,7 +63,7 @@ void explain(const cml::DeviceFacts& f) {
 
 // ---- The threads --------------------------------------------------------------------------
 
-bool run_threads(Chapter& c) {
+bool run_threads(Context& c) {
   const Settings& s = c.s;
   std::printf("\n== %d threads, each with its own stream and managed buffer, %d rounds ==\n", s.threads, s.rounds);
   const std::size_t total = s.bytes / sizeof(unsigned);
@@ -95,7 +95,7 @@ bool run_threads(Chapter& c) {
 
 // ---- What moves, and how fast -------------------------------------------------------------
 
-bool run_strategies(Chapter& c) {
+bool run_strategies(Context& c) {
   const Settings& s = c.s;
   std::printf("\n== To the GPU: %s first touched on the CPU, then one kernel over it ==\n", format_bytes(s.bytes).c_str());
   LaneOwner owner(s.bytes / sizeof(unsigned), c.table, c.device(), 7);
@@ -132,7 +132,7 @@ bool run_strategies(Chapter& c) {
   return true;
 }
 
-bool run_way_back(Chapter& c) {
+bool run_way_back(Context& c) {
   const Settings& s = c.s;
   constexpr std::size_t kPieces = 4;
   std::printf("\n== Back to the CPU: %s resident on the GPU, needed by the host ==\n", format_bytes(s.bytes).c_str());
@@ -181,7 +181,7 @@ bool run_way_back(Chapter& c) {
 
 // ---- Streams and threads: the per-thread default stream, and what attach changes ---------
 
-bool run_streams(Chapter& c) {
+bool run_streams(Context& c) {
   const Settings& s = c.s;
   std::printf("\n== %d threads: the default stream, and attaching buffers ==\n", s.threads);
   const std::size_t n = std::max<std::size_t>(1024, s.bytes / sizeof(unsigned) / s.threads);
@@ -245,7 +245,7 @@ bool run_streams(Chapter& c) {
   return true;
 }
 
-const std::vector<cml::Mode<Chapter>> kModes = {
+const std::vector<cml::Mode<Context>> kModes = {
     {"threads", "the threads' rounds, checked", run_threads},
     {"strategies", "on demand vs prefetch vs explicit copy, to the GPU", run_strategies},
     {"back", "the way back to the CPU, and what helps", run_way_back},
@@ -276,8 +276,8 @@ int run(int argc, char** argv) {
   });
   explain(run.facts);
   const cml::ManagedBuffer<unsigned> table = ch03::random_table(s.table_n, 1);
-  Chapter chapter{s, run, table};
-  return cml::finish(cml::run_modes(kModes, s.mode, chapter));
+  Context context{s, run, table};
+  return cml::finish(cml::run_modes(kModes, s.mode, context));
 }
 
 }  // namespace

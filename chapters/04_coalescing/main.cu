@@ -39,7 +39,7 @@ struct Settings {
 };
 
 // What every mode works with: the settings, the run, two buffers of --size and a stream.
-struct Chapter {
+struct Context {
   const Settings& s;
   const cml::Run& run;
   ch04::Arrays& arrays;
@@ -65,7 +65,7 @@ struct Chapter {
 
 // Runs w once over a poisoned output and checks it. Prints the result (with say_passed,
 // or when wrong) and returns whether it was right.
-bool run_and_check(Chapter& c, const cml::Work& w, const std::function<cml::VerifyResult()>& check,
+bool run_and_check(Context& c, const cml::Work& w, const std::function<cml::VerifyResult()>& check,
                    const std::string& what, bool say_passed = true) {
   c.arrays.poison(c.stream);
   w(c.stream);
@@ -76,7 +76,7 @@ bool run_and_check(Chapter& c, const cml::Work& w, const std::function<cml::Veri
 
 // ---- Modes -------------------------------------------------------------------------------------
 
-bool run_copies(Chapter& c) {
+bool run_copies(Context& c) {
   const std::size_t n = c.s.bytes / 4;
   ch04::Arrays& a = c.arrays;
   const double memcpy_gbps = c.memcpy_gbps(), peak = c.run.facts.dram_peak_gbps();
@@ -107,7 +107,7 @@ std::size_t sweep_n(const Pattern& p, std::size_t bytes) {
 }
 
 // An offset or stride sweep of float copies, with the model's L1 efficiency beside each.
-bool run_sweep(Chapter& c, const char* name, const std::vector<Pattern>& sweep) {
+bool run_sweep(Context& c, const char* name, const std::vector<Pattern>& sweep) {
   const double memcpy_gbps = c.memcpy_gbps();
   std::printf("\n== Copy of floats over %s, %ss %zu..%zu%s ==\n", cml::format_bytes(c.s.bytes).c_str(), name,
               sweep.front().k, sweep.back().k, sweep.front().kind == Pattern::Stride ? " (output = input / stride)" : "");
@@ -128,10 +128,10 @@ bool run_sweep(Chapter& c, const char* name, const std::vector<Pattern>& sweep) 
   return ok;
 }
 
-bool run_offsets(Chapter& c) { return run_sweep(c, "offset", ch04::offset_sweep()); }
-bool run_strides(Chapter& c) { return run_sweep(c, "stride", ch04::stride_sweep()); }
+bool run_offsets(Context& c) { return run_sweep(c, "offset", ch04::offset_sweep()); }
+bool run_strides(Context& c) { return run_sweep(c, "stride", ch04::stride_sweep()); }
 
-bool run_sizes(Chapter& c) {
+bool run_sizes(Context& c) {
   const double memcpy_gbps = c.memcpy_gbps();
   std::printf("\n== Element sizes 4, 8, 16 bytes: aligned, offset by one element, stride 2 ==\n");
   struct Case {
@@ -159,7 +159,7 @@ bool run_sizes(Chapter& c) {
   return ok;
 }
 
-bool run_particles(Chapter& c) {
+bool run_particles(Context& c) {
   const double memcpy_gbps = c.memcpy_gbps();
   const std::size_t n = c.s.bytes / sizeof(ch04::Particle);
   std::printf("\n== %zu particles: 64-byte records against arrays (x += vx * dt, for x, y, z) ==\n", n);
@@ -186,7 +186,7 @@ bool run_particles(Chapter& c) {
 }
 
 // Each sweep kernel launched once, in order (offsets, then strides): what --dram profiles.
-bool run_profile_target(Chapter& c) {
+bool run_profile_target(Context& c) {
   for (const auto& sweep : {ch04::offset_sweep(), ch04::stride_sweep()})
     for (const Pattern& p : sweep) p.launch(c.arrays.in.data(), c.arrays.out.data(), sweep_n(p, c.s.bytes), c.stream);
   CUDA_CHECK(cudaStreamSynchronize(c.stream));
@@ -197,7 +197,7 @@ bool run_profile_target(Chapter& c) {
 // mode): the L2 requests and sectors its loads made, and the bytes DRAM really moved,
 // beside the bytes the copy wanted. The sector model counts L1 sectors; L2 and DRAM are
 // where the time goes.
-bool run_dram(Chapter& c) {
+bool run_dram(Context& c) {
   std::printf("\n== L2 and DRAM behind the sweeps (Nsight Compute) ==\n");
   const std::vector<std::string> metrics = {"dram__bytes_read.sum", "dram__bytes_write.sum",
                                             "lts__t_requests_srcunit_tex_op_read.sum",
@@ -236,7 +236,7 @@ bool run_dram(Chapter& c) {
   return true;
 }
 
-const std::vector<cml::Mode<Chapter>> kModes = {
+const std::vector<cml::Mode<Context>> kModes = {
     {"copies", "your copies against cudaMemcpy", run_copies},
     {"offset", "the offset sweep", run_offsets},
     {"stride", "the stride sweep", run_strides},
@@ -277,9 +277,9 @@ int run(int argc, char** argv) {
 
   cml::Stream stream;
   ch04::Arrays arrays(s.bytes / 4);
-  Chapter chapter{s, run, arrays, stream, {}};
-  bool ok = cml::run_modes(kModes, s.mode, chapter);
-  if (s.dram) ok &= run_dram(chapter);
+  Context context{s, run, arrays, stream, {}};
+  bool ok = cml::run_modes(kModes, s.mode, context);
+  if (s.dram) ok &= run_dram(context);
   return under_ncu ? cml::kExitOk : cml::finish(ok);
 }
 
