@@ -1,149 +1,361 @@
 #!/usr/bin/env python3
-"""Maintainer check: the mechanism tests catch the mistakes the chapters teach about.
+"""Maintainer check: the tests catch the mistakes the chapters teach about.
 
 Each mutant is the solution with one known mistake put back in (work on the NULL stream,
-a synchronising call in the loop, pageable buffers...). For each, this script puts the
-mutant in place of the learner's exercise.cu, builds the learner's test executable, runs
-the named step's tests and requires that they FAIL with a message naming the mistake.
-The learner's file is restored afterwards, whatever happens. Needs a GPU.
+a synchronising call in the loop, pageable buffers...). For each, this script builds the
+chapter's learner test executable from a COPY of the sources whose exercise.cu is the
+mutant (build-mutants/src, configured as build-mutants/build), runs the named step's tests
+and requires that they FAIL with a message naming the mistake. The learner's own
+chapters/NN_topic/exercise.cu is never written, so a run killed half-way leaves it as it
+was; the copy is brought up to date with the checkout at the start of every run.
 
-    python3 tools/mutants.py            # every chapter's mutants
-    python3 tools/mutants.py 02         # one chapter's
+Watchdog mutants (a kernel that never ends, an illegal address) run the WHOLE executable,
+as ./lab check does: the named step must fail with the supervisor's message (see
+tests/support/supervisor.hpp) and the other steps must still report. Needs a GPU.
+
+    python3 tools/mutants.py                  # every chapter's mutants
+    python3 tools/mutants.py 04               # one chapter's (02, 2 or 02_streams)
+    python3 tools/mutants.py 04 --only hang   # the mutants of chapter 04 whose name has "hang"
+    python3 tools/mutants.py --list           # what there is, without building anything
 """
+import argparse
+import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build-mutants"          # ignored by git, like every build-*/ folder
+COPY = WORK / "src"
+BUILD = WORK / "build"
 
-# chapter -> [(name, [(old, new), ...], step tag, text the failure must contain)]
+
+@dataclass
+class Mutant:
+    name: str
+    edits: list           # [(old text of the solution, new text), ...]
+    tag: str              # the step's tests, e.g. "[step2][mechanism]"; its [stepK] names the step
+    expect: str           # text the failure must contain
+    whole: bool = False   # run every test case: the watchdog's mutants (the other steps must report)
+
+    @property
+    def step(self):
+        m = re.search(r"\[step(\d+)\]", self.tag)
+        return int(m.group(1)) if m else None
+
+
+# chapter -> [Mutant(name, [(old, new), ...], step tag, text the failure must contain)]
 MUTANTS = {
     "02_streams": [
-        ("null-stream",
+        Mutant("null-stream",
          [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
            "const auto stream_of = [&](std::size_t) { (void)streams; return cudaStream_t{}; };")],
          "[step2][mechanism]", "legacy NULL stream"),
-        ("device-sync in the loop",
+        Mutant("device-sync in the loop",
          [("    if (p.after_chunk) p.after_chunk(c, stream_of(c));",
            "    CUDA_CHECK(cudaDeviceSynchronize());\n    if (p.after_chunk) p.after_chunk(c, stream_of(c));")],
          "[step2][mechanism]", "Something waits inside your loop"),
-        ("pageable buffers",
+        Mutant("pageable buffers",
          [("  void* p = nullptr;\n  CUDA_CHECK(cudaMallocHost(&p, count * sizeof(int)));\n  return static_cast<int*>(p);",
            "  return new int[count];"),
           ("void free_host_ints(int* p) { CUDA_CHECK(cudaFreeHost(p)); }", "void free_host_ints(int* p) { delete[] p; }")],
          "[step2][mechanism]", "pageable"),
     ],
     "03_unified_memory": [
-        ("attached for every stream",
+        Mutant("attached for every stream",
          [("cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle)",
            "cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachGlobal)")],
          "[step2][mechanism]", "the attach flag"),
-        ("a blocking wait left in",
+        Mutant("a blocking wait left in",
          [("  signal.wait_for(round);\n}", "  CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n  signal.wait_for(round);\n}")],
          "[step3][mechanism]", "blocking synchronisation"),
-        ("no prefetch back to the CPU",
+        Mutant("no prefetch back to the CPU",
          [("void prefetch_to_cpu(const Lane& lane) {\n  cudaMemLocation host{};\n  host.type = cudaMemLocationTypeHost;\n"
            "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n}",
            "void prefetch_to_cpu(const Lane& lane) { (void)lane; }")],
          "[step4][mechanism]", "prefetch the data to the host"),
     ],
     "04_coalescing": [
-        ("one block",
+        Mutant("one block",
          [("copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>", "copy_coalesced_kernel<<<1, 256, 0, stream>>>")],
          "[step1][perf]", "want 0.7: launch grid_for"),
-        ("float4 built from four float loads",
+        Mutant("float4 built from four float loads",
          [("  const auto* in4 = reinterpret_cast<const float4*>(in);",
            "  const auto in4 = [in](std::size_t g) {\n"
            "    return make_float4(in[4 * g], in[4 * g + 1], in[4 * g + 2], in[4 * g + 3]);\n  };"),
           ("v[u] = in4[i + u * step];", "v[u] = in4(i + u * step);"),
           ("out4[i] = in4[i];", "out4[i] = in4(i);")],
          "[step2][mechanism]", "load float4 through"),
-        ("arrays updated by one block",
+        Mutant("arrays updated by one block",
          [("advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>", "advance_soa_kernel<<<1, 256, 0, stream>>>")],
          "[step3][perf]", "want 1.5x"),
-        ("a run of 32 elements per thread",
+        Mutant("a run of 32 elements per thread",
          [("  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step)\n"
            "    out[i] = in[i] * factor;",
            "  const std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n"
            "  for (std::size_t first = t * 32; first < n; first += step * 32)\n"
            "    for (std::size_t i = first; i < first + 32 && i < n; ++i) out[i] = in[i] * factor;")],
          "[step4]", "consecutive threads must read consecutive elements"),
+        # The watchdog's: without it, the hang would stop the executable at step 1 and the
+        # null write would fail every later case with the same sticky error.
+        Mutant("hang: the copy's tail loop never advances in block 0",
+               [("  for (; i < n; i += step) out[i] = in[i];",
+                 "  for (; i < n; i += step * blockIdx.x) out[i] = in[i];  // block 0: i never moves")],
+               "[step1]", "the kernel of step 1 never finished", whole=True),
+        Mutant("illegal address: a field array left null",
+               [("  advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>(p, n, dt);",
+                 "  p.z = nullptr;  // forgotten: the kernel writes through a null pointer\n"
+                 "  advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>(p, n, dt);")],
+               "[step3]", "step 3 hit a sticky CUDA error", whole=True),
     ],
     "01_transfers": [
-        ("one copy per piece",
+        Mutant("one copy per piece",
          [("  launch_unpack(staging.device, batch, stream);\n}",
            "  launch_unpack(staging.device, batch, stream);\n  for (std::size_t i = 0; i < batch.count; ++i)\n"
            "    CUDA_CHECK(cudaMemcpyAsync(batch.device_base + batch.device_offsets_host[i], batch.host_base + "
            "batch.host_offsets[i], batch.piece_bytes, cudaMemcpyHostToDevice, stream));\n}")],
          "[step3][mechanism]", "host-to-device copies"),
-        ("zero-copy that copies anyway",
+        Mutant("zero-copy that copies anyway",
          [("void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,\n                        [[maybe_unused]] cudaStream_t stream) {}",
            "void prepare_for_device(const ZeroCopy& buffer, cudaStream_t stream) {\n"
            "  static void* scratch = nullptr;\n  if (!scratch) CUDA_CHECK(cudaMalloc(&scratch, buffer.bytes));\n"
            "  CUDA_CHECK(cudaMemcpyAsync(scratch, buffer.host, buffer.bytes, cudaMemcpyHostToDevice, stream));\n}")],
          "[step4][mechanism]", "nothing to copy"),
+        # The watchdog's: the kernel reads the mapped buffer through a null pointer, a sticky
+        # error that used to fail every later case of the executable too.
+        Mutant("illegal address: no device view of the mapped buffer",
+               [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
+                 "  buffer.device = nullptr;  // forgotten: cudaHostGetDevicePointer\n")],
+               "[step4]", "step 4 hit a sticky CUDA error", whole=True),
     ],
 }
+
+
 
 
 def run(cmd, **kw):
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kw)
 
 
-def check_chapter(chapter):
-    num = chapter.split("_")[0]
-    learner = ROOT / "chapters" / chapter / "exercise.cu"
-    solution = (ROOT / "solutions" / chapter / "exercise.cu").read_text()
-    backup = learner.with_suffix(".cu.mutants-backup")
-    shutil.copy2(learner, backup)
-    failures = 0
+def meson_program():
+    """The Meson ./lab set up (.venv), else the system's."""
+    venv = ROOT / ".venv" / "bin" / "meson"
+    return str(venv) if venv.exists() else (shutil.which("meson") or "meson")
+
+
+def source_files():
+    """The checkout's files as git sees them (tracked, and new ones not ignored)."""
+    out = run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"])
+    if out.returncode != 0:
+        raise SystemExit(f"git ls-files failed: {out.stderr.strip()}")
+    return [f for f in out.stdout.split("\0") if f and (ROOT / f).is_file()]
+
+
+def sync_copy():
+    """Brings build-mutants/src up to date with the checkout. A file is written only when
+    its content differs, so ninja rebuilds only what changed (the mutant's exercise.cu)."""
+    wanted = set()
+    for rel in source_files():
+        wanted.add(rel)
+        src, dst = ROOT / rel, COPY / rel
+        data = src.read_bytes()
+        if not dst.exists() or dst.read_bytes() != data:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(data)
+            shutil.copymode(src, dst)
+    for path in sorted(COPY.rglob("*"), reverse=True):   # files deleted from the checkout
+        rel = path.relative_to(COPY).as_posix()
+        if path.is_file() and rel not in wanted:
+            path.unlink()
+
+
+def configure(meson):
+    """Configures build-mutants/build from the copy, once (later runs reuse it)."""
+    if (BUILD / "build.ninja").exists():
+        return None
+    r = subprocess.run([meson, "setup", "--buildtype=release", str(BUILD), str(COPY)],
+                       capture_output=True, text=True)
+    return None if r.returncode == 0 else r.stdout + r.stderr
+
+
+def write_if_changed(path, text):
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def apply(solution, edits):
+    """The solution with the mutant's edits, or the first edit whose text is gone."""
+    text = solution
+    for old, new in edits:
+        if old not in text:
+            return None, old
+        text = text.replace(old, new, 1)
+    return text, None
+
+
+def folded(text):
+    """Catch2 wraps long messages over several lines: compare with white space folded."""
+    return " ".join(text.split())
+
+
+def report_cases(xml_text):
+    """(name, step, failure text or None) of each <testcase> of a JUnit report."""
+    cases = []
+    for tc in ET.fromstring(xml_text).iter("testcase"):
+        name = tc.get("name", "")
+        m = re.match(r"\s*step\s+(\d+)", name)
+        bad = [el for el in tc if el.tag in ("failure", "error")]
+        text = " ".join((el.text or "") + " " + el.get("message", "") for el in bad) if bad else None
+        skipped = tc.find("skipped") is not None or "SKIP:" in "".join(
+            (el.text or "") for el in tc if el.tag in ("system-err", "system-out"))
+        cases.append((name, int(m.group(1)) if m else None, text, skipped))
+    return cases
+
+
+def judge_whole(mutant, rc, xml_text):
+    """A watchdog mutant is caught when its step fails with the supervisor's message, and
+    the other steps still report (one of them passes): (caught, why not)."""
+    if rc != 1:
+        return False, f"exit {rc}, not 1"
     try:
-        for name, edits, tag, expect in MUTANTS[chapter]:
-            text = solution
-            for old, new in edits:
-                if old not in text:
-                    print(f"ch{num} {name}: the solution no longer contains the text to mutate: {old[:60]!r}")
-                    failures += 1
-                    break
-                text = text.replace(old, new, 1)
-            else:
-                learner.write_text(text)
-                build = run(["meson", "compile", "-C", "build", f"test_ch{num}_learner"])
-                if build.returncode != 0:
-                    print(f"ch{num} {name}: the mutant does not compile:\n{build.stdout[-2000:]}")
-                    failures += 1
-                    continue
-                result = run([str(ROOT / "build" / "tests" / f"test_ch{num}_learner"), tag], timeout=600)
-                out = result.stdout + result.stderr
-                # Catch2 wraps long messages over several lines: compare with white space folded.
-                caught = result.returncode == 1 and " ".join(expect.split()) in " ".join(out.split())
-                print(f"ch{num} {name}: {'caught' if caught else 'NOT CAUGHT'} by {tag} (exit {result.returncode})")
-                if not caught:
-                    failures += 1
-                    print(out[-3000:])
-    finally:
-        shutil.move(backup, learner)
-        # The restored file carries its old time stamp, older than the mutant's objects:
-        # without a fresh one, ninja would keep the last mutant's build.
-        learner.touch()
-        run(["meson", "compile", "-C", "build", f"test_ch{num}_learner"])
-    return failures
+        cases = report_cases(xml_text)
+    except ET.ParseError as e:
+        return False, f"the merged JUnit report is not valid XML ({e})"
+    hits = [c for c in cases if c[1] == mutant.step and c[2] and folded(mutant.expect) in folded(c[2])]
+    if not hits:
+        return False, f"no case of step {mutant.step} failed with {mutant.expect!r}"
+    others = [c for c in cases if c[1] != mutant.step]
+    if not any(c[2] is None and not c[3] for c in others):
+        return False, "no case of another step passed: the others did not survive the mistake"
+    return True, f"{len(cases)} cases reported, {sum(1 for c in others if c[2] is None and not c[3])} of other steps passed"
+
+
+def check_mutant(chapter, mutant, solution, meson, args):
+    num = chapter.split("_")[0]
+    text, missing = apply(solution, mutant.edits)
+    if text is None:
+        print(f"ch{num} {mutant.name}: the solution no longer contains the text to mutate: {missing[:60]!r}")
+        return False
+    write_if_changed(COPY / "chapters" / chapter / "exercise.cu", text)
+    build = subprocess.run([meson, "compile", "-C", str(BUILD), f"test_ch{num}_learner"],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        print(f"ch{num} {mutant.name}: the mutant does not compile:\n{build.stdout[-2000:]}")
+        return False
+    exe = BUILD / "tests" / f"test_ch{num}_learner"
+    env = dict(os.environ, CML_CASE_TIMEOUT=str(args.case_timeout))
+    for name in ("CML_ISOLATE", "CML_TESTS"):  # the watchdog and every case, as ./lab check runs them
+        env.pop(name, None)
+    if mutant.whole:
+        with tempfile.TemporaryDirectory() as tmp:
+            xml = Path(tmp) / "report.xml"
+            try:
+                result = subprocess.run([str(exe), "-r", "junit", "-o", str(xml)], capture_output=True,
+                                        text=True, env=env, timeout=args.run_timeout)
+            except subprocess.TimeoutExpired:
+                print(f"ch{num} {mutant.name}: NOT CAUGHT: the executable ran past {args.run_timeout} s")
+                return False
+            xml_text = xml.read_text(errors="replace") if xml.exists() else "<missing/>"
+        out = result.stdout + result.stderr
+        caught, why = judge_whole(mutant, result.returncode, xml_text)
+    else:
+        try:
+            result = subprocess.run([str(exe), mutant.tag], capture_output=True, text=True, env=env,
+                                    timeout=args.run_timeout)
+        except subprocess.TimeoutExpired:
+            print(f"ch{num} {mutant.name}: NOT CAUGHT: ran past {args.run_timeout} s")
+            return False
+        out = result.stdout + result.stderr
+        caught = result.returncode == 1 and folded(mutant.expect) in folded(out)
+        why = f"exit {result.returncode}"
+    if result.returncode == 77:   # no GPU, or not the feature: nothing was shown either way
+        reason = [line for line in out.splitlines() if line.startswith("SKIP:")][-1:] or ["exit 77"]
+        print(f"ch{num} {mutant.name}: skipped ({reason[0]})")
+        return None
+    print(f"ch{num} {mutant.name}: {'caught' if caught else 'NOT CAUGHT'} by {mutant.tag} ({why})")
+    if not caught:
+        print(out[-3000:])
+    return caught
+
+
+def chapter_of(word):
+    """The MUTANTS key a command-line word names ("4", "04", "04_coalescing"), or None."""
+    for chapter in MUTANTS:
+        if word == chapter or (word.isdigit() and chapter.startswith(word.zfill(2) + "_")):
+            return chapter
+    return None
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="tools/mutants.py",
+        description="Puts the mistakes each chapter teaches back into its solution and checks that "
+                    "the chapter's tests fail with the message naming each one. Builds from a copy of "
+                    "the sources (build-mutants/): the learner's exercise.cu is never written. Needs a GPU.")
+    p.add_argument("chapters", nargs="*", metavar="CHAPTER",
+                   help="chapters to check: 04, 4 or 04_coalescing (default: every chapter with mutants)")
+    p.add_argument("--only", metavar="TEXT", help="only the mutants whose name contains TEXT")
+    p.add_argument("--list", action="store_true", help="list the mutants and exit; builds nothing")
+    p.add_argument("--case-timeout", type=float, default=60, metavar="S",
+                   help="the watchdog's limit per test case, CML_CASE_TIMEOUT (default: 60)")
+    p.add_argument("--run-timeout", type=float, default=1800, metavar="S",
+                   help="the limit for one run of a test executable (default: 1800)")
+    args = p.parse_args(argv)
+    chosen = []
+    for word in args.chapters:
+        chapter = chapter_of(word)
+        if chapter is None:
+            p.error(f"no mutants for chapter {word!r} (there are some for {', '.join(c[:2] for c in MUTANTS)})")
+        chosen.append(chapter)
+    args.chosen = chosen or sorted(MUTANTS)
+    if args.case_timeout <= 0 or args.run_timeout <= 0:
+        p.error("time limits must be above 0 seconds")
+    return args
 
 
 def main(argv):
-    chapters = [c for c in MUTANTS if len(argv) < 2 or c.startswith(argv[1].zfill(2))]
-    if not chapters:
-        print(f"no mutants for chapter {argv[1]!r}", file=sys.stderr)
+    args = parse_args(argv)
+    plan = [(c, m) for c in args.chosen for m in MUTANTS[c] if not args.only or args.only in m.name]
+    if not plan:
+        print("no mutant matches", file=sys.stderr)
         return 2
-    setup = run([str(ROOT / "lab"), "setup"])  # configures build/ on a fresh machine
+    if args.list:
+        for chapter, m in plan:
+            kind = "whole executable, watchdog" if m.whole else "its step's tests"
+            print(f"ch{chapter[:2]} {m.tag:<22} {m.name}  ({kind}; expects {m.expect!r})")
+        return 0
+    setup = run([str(ROOT / "lab"), "setup"])  # installs Meson and Ninja on a fresh machine
     if setup.returncode != 0:
         print(f"./lab setup failed:\n{setup.stdout}{setup.stderr}", file=sys.stderr)
         return 2
-    failures = sum(check_chapter(c) for c in chapters)
-    print(f"{'all mutants caught' if failures == 0 else f'{failures} mutant(s) not caught'}")
-    return 1 if failures else 0
+    meson = meson_program()
+    print(f"building the mutants from a copy of the sources in {WORK.relative_to(ROOT)}/ "
+          "(the first build takes a few minutes)", flush=True)
+    sync_copy()
+    error = configure(meson)
+    if error:
+        print(f"meson setup of {BUILD} failed:\n{error[-3000:]}", file=sys.stderr)
+        return 2
+    failures = skipped = 0
+    for chapter, mutant in plan:
+        solution = (ROOT / "solutions" / chapter / "exercise.cu").read_text()
+        verdict = check_mutant(chapter, mutant, solution, meson, args)   # None: skipped
+        failures += verdict is False
+        skipped += verdict is None
+    if failures:
+        print(f"{failures} mutant(s) not caught" + (f", {skipped} skipped" if skipped else ""))
+        return 1
+    if skipped:
+        print(f"{skipped} mutant(s) skipped (exit 77: no GPU, or a feature it lacks), the others caught")
+        return 77
+    print("all mutants caught")
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))
