@@ -273,11 +273,11 @@ def choose_gpu_arch(tc: Toolchain, archs: str) -> str:
     option = f"-Dgpu_arch={archs}"
     configured = build_is_healthy(tc.build)
     progress(f"{'reconfiguring' if configured else 'configuring'} build/ with {option} "
-             "(the next build recompiles everything)...")
+             "(new architectures: the next build recompiles everything)...")
     rc, out = _meson_setup(tc, (["--reconfigure"] if configured else []) + [option], False)
     if rc != 0:
         raise _configure_failed(out, tc)
-    lines = [l.strip() for l in out.splitlines() if "CUDA architectures" in l]
+    lines = [l.split("Message:", 1)[-1].strip() for l in out.splitlines() if "CUDA architectures" in l]
     return lines[-1] if lines else f"gpu_arch={archs}"
 
 
