@@ -76,6 +76,7 @@ struct Experiment {
     cml::SharedAccess a;
     a.width = width;
     a.active = active;
+    a.store = store;
     for (unsigned l = 0; l < 32; ++l) a.address[l] = element[l] * width;
     return a;
   }
@@ -130,8 +131,9 @@ inline const std::vector<Experiment>& experiments() {
       {"STS.32 stride 32", true, 4, all, lanes([](unsigned l) { return 32 * l; }), "stores: 32-way"},
       {"STS.32 same word", true, 4, all, lanes([](unsigned) { return 9u; }), "stores: one word"},
       {"STS.64 consecutive", true, 8, all, lanes([](unsigned l) { return l; }), "stores: per half-warp"},
-      {"STS.64 i, i^1 same", true, 8, all, lanes([](unsigned l) { return l / 2; }), "stores: merge? (unverified)"},
+      {"STS.64 i, i^1 same", true, 8, all, lanes([](unsigned l) { return l / 2; }), "stores: no merge (model)"},
       {"STS.128 consecutive", true, 16, all, lanes([](unsigned l) { return l; }), "stores: per quarter-warp"},
+      {"STS.128 all paired", true, 16, all, lanes([](unsigned l) { return l / 2; }), "stores: no merge (model)"},
       {"STS.128 column, 8 per row", true, 16, all, lanes([](unsigned l) { return 8 * l; }), "stores: 8-way"},
   };
   return list;
@@ -157,6 +159,7 @@ inline TileModel tile_transpose_model(int rows, int cols, int pitch, bool swizzl
         for (int k = 0; k < kTile; k += kBlockRows) {
           cml::SharedAccess st, ld;
           st.active = ld.active = 0;
+          st.store = true;
           for (int x = 0; x < 32; ++x) {
             if (by * kTile + ty + k < rows && bx * kTile + x < cols) st.active |= 1u << x;
             st.address[x] = at(ty + k, x);

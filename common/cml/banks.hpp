@@ -20,16 +20,22 @@
 //     (or narrower) accesses is one transaction; 8-byte accesses (LDS.64) are served per
 //     half-warp (lanes 0-15, 16-31), 16-byte accesses (LDS.128) per quarter-warp (0-7, 8-15,
 //     16-23, 24-31). A part with no active lane costs nothing.
-//  4. Merging (same notes, from ncu experiments): the parts of one half-warp (for 8 bytes:
-//     the two half-warps) merge into one transaction when, over the whole warp, either
+//  4. Merging, for loads (same notes, from ncu experiments; and an NVIDIA forum answer
+//     for compute capability 7.x, forums.developer.nvidia.com/t/77228: the load return
+//     path carries 128 bytes a cycle, and packs two lanes' registers when their
+//     addresses agree, "from 4 requests to 2" for LDS.128): the parts of one half-warp (for
+//     8 bytes: the two half-warps) merge into one transaction when, over the whole warp,
 //       (a) every active lane i has lane i^1 inactive or touching the same address, or
 //       (b) every active lane i has lane i^2 inactive or touching the same address.
 //     One rule must hold for the whole warp: one half meeting (a) and the other (b) do not
 //     merge. Merged quarter-warps of 16-byte accesses form at most two transactions (one
-//     per half-warp): halves never merge further ("no cascading"). Whether stores merge
-//     the same way the notes do not say: the model assumes they do, to be checked.
+//     per half-warp): halves never merge further ("no cascading"). Both sources speak of
+//     loads, and the reason given is the return path: the model does not merge stores
+//     (STS), a reading chapter 05's store experiments check.
 //  5. Conflicts as ncu counts them: the wavefronts beyond one per transaction, so an
-//     LDS.128 of a whole warp with its 4 wavefronts has 0 conflicts.
+//     LDS.128 of a whole warp with its 4 wavefronts has 0 conflicts (as measured in
+//     forums.developer.nvidia.com/t/359822: 32 wavefronts per LDS.128 counted as 28
+//     conflicts, 4 as none).
 #pragma once
 
 #include <array>
@@ -46,6 +52,7 @@ struct SharedAccess {
   std::array<std::uint32_t, 32> address{};  // byte offset in shared memory of each lane's access
   std::uint32_t active = 0xffffffffu;       // which lanes take part
   unsigned width = 4;                       // bytes per lane: 1, 2, 4, 8 or 16
+  bool store = false;                       // STS: never merged (rule 4)
 };
 
 struct BankTransaction {
@@ -70,14 +77,15 @@ BankCount count_banks(const SharedAccess& access);
 // The same, summed over instructions (a kernel's warps, or one warp's several accesses).
 BankCount count_banks(const std::vector<SharedAccess>& accesses);
 
-// Lane l accesses element `element(l)` of an array of `width`-byte elements starting at
-// byte offset `base`.
+// Lane l accesses (loads, or stores) element `element(l)` of an array of `width`-byte
+// elements starting at byte offset `base`.
 template <typename F>
 SharedAccess element_access(unsigned width, F element, std::uint32_t active = 0xffffffffu,
-                            std::uint32_t base = 0) {
+                            std::uint32_t base = 0, bool store = false) {
   SharedAccess a;
   a.width = width;
   a.active = active;
+  a.store = store;
   for (unsigned l = 0; l < 32; ++l) a.address[l] = base + static_cast<std::uint32_t>(element(l)) * width;
   return a;
 }

@@ -78,7 +78,7 @@ BankCount count_banks(const SharedAccess& a) {
   BankCount c;
   // Rule 4: parts merge within a half-warp (for 8 bytes the half-warps are the parts, and
   // the warp is the "half" they merge into), when one partner rule holds warp-wide.
-  const bool rule = parts > 1 && (partners_agree(a, 1) || partners_agree(a, 2));
+  const bool rule = !a.store && parts > 1 && (partners_agree(a, 1) || partners_agree(a, 2));
   if (!rule) {
     for (const auto lanes : active_parts) add(c, serve(a, lanes));
     return c;

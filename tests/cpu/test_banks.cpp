@@ -186,11 +186,20 @@ TEST_CASE("inactive lanes touch nothing", "[cpu][banks]") {
   CHECK(count(16, [](unsigned l) { return l; }, 0x0000ff00u).transactions == 1);
 }
 
-TEST_CASE("stores follow the same banks: a strided store conflicts, a padded one does not", "[cpu][banks]") {
-  // The model does not tell loads from stores: STS is served by the same 32 banks.
-  CHECK(count(4, [](unsigned l) { return l * 32; }).wavefronts == 32);
-  CHECK(count(4, [](unsigned l) { return l * 33; }).wavefronts == 1);
-  CHECK(count(16, [](unsigned l) { return l; }).wavefronts == 4);
+TEST_CASE("stores use the same banks and split, but never merge", "[cpu][banks]") {
+  const auto store = [](unsigned width, std::uint32_t (*element)(unsigned)) {
+    return cml::count_banks(cml::element_access(width, element, kAll, 0, true));
+  };
+  CHECK(store(4, [](unsigned l) { return l * 32; }).wavefronts == 32);
+  CHECK(store(4, [](unsigned l) { return l * 33; }).wavefronts == 1);
+  CHECK(store(4, [](unsigned) { return 9u; }).wavefronts == 1);  // one word, however many writers
+  CHECK(store(16, [](unsigned l) { return l; }).wavefronts == 4);
+  // Pairs writing one uint2: a load would merge the halves (1 wavefront), a store does not.
+  const auto pairs = store(8, [](unsigned l) { return l / 2; });
+  CHECK(pairs.transactions == 2);
+  CHECK(pairs.wavefronts == 2);
+  CHECK_FALSE(pairs.merged);
+  CHECK(count(8, [](unsigned l) { return l / 2; }).wavefronts == 1);
 }
 
 TEST_CASE("a misaligned access or an odd width is refused, as the hardware would", "[cpu][banks]") {
