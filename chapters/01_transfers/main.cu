@@ -274,12 +274,12 @@ const std::vector<cml::Mode<Context>> kModes = {
 };
 
 int run(int argc, char** argv) {
-  cml::Cli cli = cml::chapter_cli("01",
-               "Chapter 01 - host<->device transfers: pageable vs pinned vs registered memory,\n"
-               "many small copies vs one batched copy, zero-copy mapped memory.");
   Settings s;
-  cli.choice("mode", s.mode, cml::mode_names(kModes, true), cml::modes_help(kModes))
-      .size("size", s.max_bytes, 4096, 1ull << 40, "largest transfer of the sweep, and the zero-copy buffer")
+  cml::Cli cli = cml::chapter_cli("01",
+                                  "Chapter 01 - host<->device transfers: pageable vs pinned vs registered memory,\n"
+                                  "many small copies vs one batched copy, zero-copy mapped memory.",
+                                  kModes, s.mode);
+  cli.size("size", s.max_bytes, 4096, 1ull << 40, "largest transfer of the sweep, and the zero-copy buffer")
       .integer("pieces", s.pieces, 1, 1 << 20, "small pieces in the batching comparison")
       .size("piece-size", s.piece_bytes, 1, 16ull << 20, "bytes per piece")
       .integer("reads", s.reads, 2, 1000, "how many passes the zero-copy comparison's repeated read makes");

@@ -245,14 +245,14 @@ bool verify_pipelines(Context& c) {
 }
 
 int run(int argc, char** argv) {
+  Settings s;
   cml::Cli cli = cml::chapter_cli("02",
-               "Chapter 02 - overlapping transfers and kernels with streams: sequential copy-in, kernel,\n"
-               "copy-out against your staged pipeline, the bounds, and what serialises a pipeline.");
+                                  "Chapter 02 - overlapping transfers and kernels with streams: sequential copy-in, kernel,\n"
+                                  "copy-out against your staged pipeline, the bounds, and what serialises a pipeline.",
+                                  kModes, s.mode, false);
   std::vector<std::string> breaker_names = {"all"};
   for (const Breaker& b : kBreakers) breaker_names.emplace_back(b.name);
-  Settings s;
-  cli.choice("mode", s.mode, cml::mode_names(kModes, false), cml::modes_help(kModes))
-      .size("size", s.bytes, 4096, 1ull << 40, "bytes of ints to process (the in and out buffers each)")
+  cli.size("size", s.bytes, 4096, 1ull << 40, "bytes of ints to process (the in and out buffers each)")
       .integer("cycles", s.cycles, -1, 1 << 20, "adds per element in AddKernel (-1: where the kernel takes as long as a copy)")
       .integer("max-cycles", s.max_cycles, 0, 1 << 20, "the shmoo's last cycles value")
       .integer("step", s.step, 1, 1 << 20, "the shmoo's cycles step")

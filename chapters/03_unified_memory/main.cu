@@ -253,12 +253,12 @@ const std::vector<cml::Mode<Context>> kModes = {
 };
 
 int run(int argc, char** argv) {
-  cml::Cli cli = cml::chapter_cli("03",
-               "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
-               "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.");
   Settings s;
-  cli.choice("mode", s.mode, cml::mode_names(kModes, true), cml::modes_help(kModes))
-      .size("size", s.bytes, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
+  cml::Cli cli = cml::chapter_cli("03",
+                                  "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
+                                  "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.",
+                                  kModes, s.mode);
+  cli.size("size", s.bytes, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
       .integer("threads", s.threads, 1, 64, "host threads, each with its own stream and buffer")
       .integer("rounds", s.rounds, 1, 1000, "kernel -> host rounds per thread")
       .integer("table", s.table_n, 1, 1 << 28, "words in the shared read-only table");

@@ -248,12 +248,12 @@ const std::vector<cml::Mode<Context>> kModes = {
 };
 
 int run(int argc, char** argv) {
-  cml::Cli cli = cml::chapter_cli("04",
-               "Chapter 04 - global memory coalescing: your copies against cudaMemcpy, offset and stride\n"
-               "sweeps beside the sector model, element sizes, records against arrays.");
   Settings s;
-  cli.choice("mode", s.mode, cml::mode_names(kModes, true), cml::modes_help(kModes))
-      .size("size", s.bytes, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
+  cml::Cli cli = cml::chapter_cli("04",
+                                  "Chapter 04 - global memory coalescing: your copies against cudaMemcpy, offset and stride\n"
+                                  "sweeps beside the sector model, element sizes, records against arrays.",
+                                  kModes, s.mode);
+  cli.size("size", s.bytes, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
       .flag("dram", s.dram, "also read the sweeps' L2 and DRAM counters with Nsight Compute (ncu)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   s.bytes = s.bytes / 1024 * 1024;

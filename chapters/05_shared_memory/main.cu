@@ -230,12 +230,12 @@ const std::vector<cml::Mode<Context>>& modes() {
 }
 
 int run(int argc, char** argv) {
-  cml::Cli cli = cml::chapter_cli("05",
-      "Chapter 05 - shared memory: tiled transposes (conflicting, padded, swizzled, 16-byte) against a\n"
-      "copy, and the bank model's wavefronts for 32/64/128-bit accesses, checked with Nsight Compute.");
   Settings s;
-  cli.choice("mode", s.mode, cml::mode_names(modes(), true), cml::modes_help(modes()))
-      .integer("rows", s.rows, 1, 1 << 20, "rows of the timed matrix")
+  cml::Cli cli = cml::chapter_cli("05",
+                                  "Chapter 05 - shared memory: tiled transposes (conflicting, padded, swizzled, 16-byte) against a\n"
+                                  "copy, and the bank model's wavefronts for 32/64/128-bit accesses, checked with Nsight Compute.",
+                                  modes(), s.mode);
+  cli.integer("rows", s.rows, 1, 1 << 20, "rows of the timed matrix")
       .integer("cols", s.cols, 1, 1 << 20, "columns of the timed matrix")
       .flag("eight-byte-banks", s.eight_byte_banks, "profile-target: ask for 8-byte banks first (deprecated)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;

@@ -73,6 +73,17 @@ std::string modes_help(const std::vector<Mode<Context>>& modes) {
   return help;
 }
 
+// A chapter program's command line (chapter_cli's summary and help line) with --mode bound
+// to `mode`, its choices the table's names ("all" first when `with_all`), its help the
+// table's descriptions: the modes are named once, in the table.
+template <class Context>
+Cli chapter_cli(const std::string& num, const std::string& summary, const std::vector<Mode<Context>>& modes,
+                std::string& mode, bool with_all = true) {
+  Cli cli = chapter_cli(num, summary);
+  cli.choice("mode", mode, mode_names(modes, with_all), modes_help(modes));
+  return cli;
+}
+
 // Runs the chosen mode, or every mode marked in_all for "all", and returns whether all of
 // them passed (each still runs after another failed, so a run reports everything).
 template <class Context>
