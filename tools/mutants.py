@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,105 +34,9 @@ COPY = WORK / "src"
 BUILD = WORK / "build"
 
 
-@dataclass
-class Mutant:
-    name: str
-    edits: list           # [(old text of the solution, new text), ...]
-    tag: str              # the step's tests, e.g. "[step2][mechanism]"; its [stepK] names the step
-    expect: str           # text the failure must contain
-    whole: bool = False   # run every test case: the watchdog's mutants (the other steps must report)
+from mutant_cases import load  # tools/ is on sys.path when this runs as a script
 
-    @property
-    def step(self):
-        m = re.search(r"\[step(\d+)\]", self.tag)
-        return int(m.group(1)) if m else None
-
-
-# chapter -> [Mutant(name, [(old, new), ...], step tag, text the failure must contain)]
-MUTANTS = {
-    "02_streams": [
-        Mutant("null-stream",
-         [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
-           "const auto stream_of = [&](std::size_t) { (void)streams; return cudaStream_t{}; };")],
-         "[step2][mechanism]", "legacy NULL stream"),
-        Mutant("device-sync in the loop",
-         [("    if (p.after_chunk) p.after_chunk(c, stream_of(c));",
-           "    CUDA_CHECK(cudaDeviceSynchronize());\n    if (p.after_chunk) p.after_chunk(c, stream_of(c));")],
-         "[step2][mechanism]", "Something waits inside your loop"),
-        Mutant("pageable buffers",
-         [("  void* p = nullptr;\n  CUDA_CHECK(cudaMallocHost(&p, count * sizeof(int)));\n  return static_cast<int*>(p);",
-           "  return new int[count];"),
-          ("void free_host_ints(int* p) { CUDA_CHECK(cudaFreeHost(p)); }", "void free_host_ints(int* p) { delete[] p; }")],
-         "[step2][mechanism]", "pageable"),
-    ],
-    "03_unified_memory": [
-        Mutant("attached for every stream",
-         [("cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle)",
-           "cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachGlobal)")],
-         "[step2][mechanism]", "the attach flag"),
-        Mutant("a blocking wait left in",
-         [("  signal.wait_for(round);\n}", "  CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n  signal.wait_for(round);\n}")],
-         "[step3][mechanism]", "blocking synchronisation"),
-        Mutant("no prefetch back to the CPU",
-         [("void prefetch_to_cpu(const Lane& lane) {\n  cudaMemLocation host{};\n  host.type = cudaMemLocationTypeHost;\n"
-           "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n}",
-           "void prefetch_to_cpu(const Lane& lane) { (void)lane; }")],
-         "[step4][mechanism]", "prefetch the data to the host"),
-    ],
-    "04_coalescing": [
-        Mutant("one block",
-         [("copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>", "copy_coalesced_kernel<<<1, 256, 0, stream>>>")],
-         "[step1][perf]", "want 0.7: launch grid_for"),
-        Mutant("float4 built from four float loads",
-         [("  const auto* in4 = reinterpret_cast<const float4*>(in);",
-           "  const auto in4 = [in](std::size_t g) {\n"
-           "    return make_float4(in[4 * g], in[4 * g + 1], in[4 * g + 2], in[4 * g + 3]);\n  };"),
-          ("v[u] = in4[i + u * step];", "v[u] = in4(i + u * step);"),
-          ("out4[i] = in4[i];", "out4[i] = in4(i);")],
-         "[step2][mechanism]", "load float4 through"),
-        Mutant("arrays updated by one block",
-         [("advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>", "advance_soa_kernel<<<1, 256, 0, stream>>>")],
-         "[step3][perf]", "want 1.5x"),
-        Mutant("a run of 32 elements per thread",
-         [("  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step)\n"
-           "    out[i] = in[i] * factor;",
-           "  const std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n"
-           "  for (std::size_t first = t * 32; first < n; first += step * 32)\n"
-           "    for (std::size_t i = first; i < first + 32 && i < n; ++i) out[i] = in[i] * factor;")],
-         "[step4]", "consecutive threads must read consecutive elements"),
-        # The watchdog's: without it, the hang would stop the executable at step 1 and the
-        # null write would fail every later case with the same sticky error.
-        Mutant("hang: the copy's tail loop never advances in block 0",
-               [("  for (; i < n; i += step) out[i] = in[i];",
-                 "  for (; i < n; i += step * blockIdx.x) out[i] = in[i];  // block 0: i never moves")],
-               "[step1]", "the kernel of step 1 never finished", whole=True),
-        Mutant("illegal address: a field array left null",
-               [("  advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>(p, n, dt);",
-                 "  p.z = nullptr;  // forgotten: the kernel writes through a null pointer\n"
-                 "  advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>(p, n, dt);")],
-               "[step3]", "step 3 hit a sticky CUDA error", whole=True),
-    ],
-    "01_transfers": [
-        Mutant("one copy per piece",
-         [("  launch_unpack(staging.device, batch, stream);\n}",
-           "  launch_unpack(staging.device, batch, stream);\n  for (std::size_t i = 0; i < batch.count; ++i)\n"
-           "    CUDA_CHECK(cudaMemcpyAsync(batch.device_base + batch.device_offsets_host[i], batch.host_base + "
-           "batch.host_offsets[i], batch.piece_bytes, cudaMemcpyHostToDevice, stream));\n}")],
-         "[step3][mechanism]", "host-to-device copies"),
-        Mutant("zero-copy that copies anyway",
-         [("void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,\n                        [[maybe_unused]] cudaStream_t stream) {}",
-           "void prepare_for_device(const ZeroCopy& buffer, cudaStream_t stream) {\n"
-           "  static void* scratch = nullptr;\n  if (!scratch) CUDA_CHECK(cudaMalloc(&scratch, buffer.bytes));\n"
-           "  CUDA_CHECK(cudaMemcpyAsync(scratch, buffer.host, buffer.bytes, cudaMemcpyHostToDevice, stream));\n}")],
-         "[step4][mechanism]", "nothing to copy"),
-        # The watchdog's: the kernel reads the mapped buffer through a null pointer, a sticky
-        # error that used to fail every later case of the executable too.
-        Mutant("illegal address: no device view of the mapped buffer",
-               [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
-                 "  buffer.device = nullptr;  // forgotten: cudaHostGetDevicePointer\n")],
-               "[step4]", "step 4 hit a sticky CUDA error", whole=True),
-    ],
-}
+MUTANTS = load()
 
 
 
