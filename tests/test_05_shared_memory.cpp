@@ -214,10 +214,11 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
          << " shared loads: it must stage its tile in shared memory (" << step << "; ./lab hint 05)");
   INFO(kernel << ": ncu counts " << ld << " bank conflicts in its shared loads and " << st << " in its stores ("
        << metric(*k, ch05::kLdWavefronts) << " and " << metric(*k, ch05::kStWavefronts) << " wavefronts, "
-       << metric(*k, ch05::kLdInst) << " and " << metric(*k, ch05::kStInst) << " instructions); want 0 and 0: "
+       << metric(*k, ch05::kLdInst) << " and " << metric(*k, ch05::kStInst) << " instructions); want none beyond "
+       << 100 * ch05::kStrayConflictShare << " % of the instructions (ncu's stray count with many warps): "
        << advice << " (" << step << "; ./lab hint 05)");
-  CHECK(ld == 0);
-  CHECK(st == 0);
+  CHECK(ch05::within_stray(ld, 0, metric(*k, ch05::kLdInst)));
+  CHECK(ch05::within_stray(st, 0, metric(*k, ch05::kStInst)));
   if (want_static_shared >= 0) {
     // ncu may print the size scaled to Kbyte (its --print-units auto): 4.10 for 4096.
     const double raw = metric(*k, ch05::kStaticShared);

@@ -188,6 +188,18 @@ inline const std::vector<std::string>& shared_metrics() {
   };
   return m;
 }
+// Wavefronts ncu counts as conflicts in a whole kernel whose every access is conflict-free,
+// as a share of its shared instructions. With one warp (the experiments) ncu and the model
+// agree exactly; with thousands of warps in flight ncu adds a few stray ones: 14 to 69 per
+// 34,048 loads (0.04-0.2 %) for the padded and swizzled transposes on an H100. A real
+// conflict costs at least one extra wavefront per instruction (100 %), so 2 % tells them apart.
+inline constexpr double kStrayConflictShare = 0.02;
+
+// Whether ncu's figure for a whole kernel matches the model's, up to those stray wavefronts.
+inline bool within_stray(double measured, double modelled, double instructions) {
+  return measured >= modelled && measured - modelled <= kStrayConflictShare * instructions;
+}
+
 enum MetricIndex { kLdWavefronts, kLdConflicts, kLdInst, kStWavefronts, kStConflicts, kStInst, kStaticShared };
 
 // The kernels a profile run names, as a regular expression for ncu's --kernel-name.
