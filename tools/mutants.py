@@ -102,8 +102,9 @@ def apply(solution, edits):
 
 
 def folded(text):
-    """Catch2 wraps long messages over several lines: compare with white space folded."""
-    return " ".join(text.split())
+    """Catch2 wraps long messages over several lines, even inside a number ("0." / "7"):
+    compare with all white space removed."""
+    return "".join(text.split())
 
 
 def report_cases(xml_text):
