@@ -10,6 +10,7 @@
 #include "cml/verify.hpp"
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -141,39 +142,96 @@ inline const std::vector<Experiment>& experiments() {
 
 // ---- The tile transposes under the model -------------------------------------------------
 
-// The bank model of a tile transpose with the header's mapping (32 x 8 threads, thread
-// (x, y) stores tile[y + k][x] and loads tile[x][y + k]), a tile row pitch of `pitch` floats
-// and, if `swizzle`, column index col ^ row: the shared stores and loads of every warp of
-// the kernel over a rows x cols matrix.
+// The bank model of a tile transpose with the header's mapping (32 x 8 threads over a
+// side x side tile: thread (x, y) stores tile[y + 8k][x + 32h] and loads tile[x + 32h][y + 8k]),
+// a tile row pitch of `pitch` floats and, if `swizzle`, column index col ^ (row % 32): the
+// shared stores and loads of every warp of the kernel over a rows x cols matrix.
 struct TileModel {
   cml::BankCount stores, loads;
 };
-inline TileModel tile_transpose_model(int rows, int cols, int pitch, bool swizzle) {
+inline void add_count(cml::BankCount& to, const cml::BankCount& c) {
+  to.transactions += c.transactions;
+  to.wavefronts += c.wavefronts;
+  to.conflicts += c.conflicts;
+}
+inline TileModel tile_transpose_model(int rows, int cols, int side, int pitch, bool swizzle) {
   TileModel m;
   const auto at = [&](int r, int c) {
     return static_cast<std::uint32_t>((r * pitch + (swizzle ? (c ^ (r % kTile)) : c)) * 4);
   };
-  for (int by = 0; by * kTile < rows; ++by)
-    for (int bx = 0; bx * kTile < cols; ++bx)
+  for (int by = 0; by * side < rows; ++by)
+    for (int bx = 0; bx * side < cols; ++bx)
       for (int ty = 0; ty < kBlockRows; ++ty)
-        for (int k = 0; k < kTile; k += kBlockRows) {
-          cml::SharedAccess st, ld;
-          st.active = ld.active = 0;
-          st.store = true;
-          for (int x = 0; x < 32; ++x) {
-            if (by * kTile + ty + k < rows && bx * kTile + x < cols) st.active |= 1u << x;
-            st.address[x] = at(ty + k, x);
-            if (bx * kTile + ty + k < cols && by * kTile + x < rows) ld.active |= 1u << x;
-            ld.address[x] = at(x, ty + k);
+        for (int h = 0; h < side / kTile; ++h)
+          for (int k = 0; k < side; k += kBlockRows) {
+            cml::SharedAccess st, ld;
+            st.active = ld.active = 0;
+            st.store = true;
+            for (int x = 0; x < 32; ++x) {
+              const int tr = ty + k, tc = x + h * kTile;  // stored: tile[tr][tc]; loaded: tile[tc][tr]
+              if (by * side + tr < rows && bx * side + tc < cols) st.active |= 1u << x;
+              st.address[x] = at(tr, tc);
+              if (bx * side + tr < cols && by * side + tc < rows) ld.active |= 1u << x;
+              ld.address[x] = at(tc, tr);
+            }
+            add_count(m.stores, cml::count_banks(st));
+            add_count(m.loads, cml::count_banks(ld));
           }
-          const auto add = [](cml::BankCount& to, const cml::BankCount& c) {
-            to.transactions += c.transactions;
-            to.wavefronts += c.wavefronts;
-            to.conflicts += c.conflicts;
-          };
-          add(m.stores, cml::count_banks(st));
-          add(m.loads, cml::count_banks(ld));
+  return m;
+}
+
+// The tile's side and pitch from a step 1-3 kernel's static shared memory (ncu's
+// launch__shared_mem_per_block_static, which may be rounded to 3 digits): a side x pitch
+// float tile with side 32 or 64 and pitch side or side + 1. False when it is none of those.
+inline bool tile_from_static_shared(double bytes, int& side, int& pitch) {
+  for (const int s : {32, 64})
+    for (const int p : {s, s + 1})
+      if (bytes > 0 && std::abs(bytes - 4.0 * s * p) <= 0.005 * 4.0 * s * p) {
+        side = s;
+        pitch = p;
+        return true;
+      }
+  return false;
+}
+
+// The model of the solution's 16-byte transpose (step 4): a 64 x 64 float tile held as 64
+// rows of 16 float4, float4 column v of row r stored at v ^ ((r / 4) % 8), 256 threads.
+// Read phase: thread t stores row t / 16 + 16 i, float4 column t % 16 (i < 4). Write phase:
+// a = t % 16, b = t / 16 loads rows 4a + j (j < 4) at float4 column b. Edges as the
+// solution's: rows and cols multiples of 4. A learner's other layout has another model.
+inline TileModel wide_transpose_model(int rows, int cols, bool swizzle = true) {
+  constexpr int side = 64, vecs = side / 4, threads = 256;
+  TileModel m;
+  const auto at = [&](int r, int v) {
+    return static_cast<std::uint32_t>((r * vecs + (swizzle ? (v ^ ((r / 4) % 8)) : v)) * 16);
+  };
+  for (int by = 0; by * side < rows; ++by)
+    for (int bx = 0; bx * side < cols; ++bx)
+      for (int w = 0; w < threads / 32; ++w) {
+        for (int i = 0; i < side / (threads / vecs); ++i) {
+          cml::SharedAccess st;
+          st.width = 16;
+          st.store = true;
+          st.active = 0;
+          for (int l = 0; l < 32; ++l) {
+            const int t = 32 * w + l, r = t / vecs + i * (threads / vecs), v = t % vecs;
+            if (by * side + r < rows && bx * side + 4 * v < cols) st.active |= 1u << l;
+            st.address[l] = at(r, v);
+          }
+          add_count(m.stores, cml::count_banks(st));
         }
+        for (int j = 0; j < 4; ++j) {
+          cml::SharedAccess ld;
+          ld.width = 16;
+          ld.active = 0;
+          for (int l = 0; l < 32; ++l) {
+            const int t = 32 * w + l, a = t % vecs, b = t / vecs;
+            if (by * side + 4 * a < rows && bx * side + 4 * b < cols) ld.active |= 1u << l;
+            ld.address[l] = at(4 * a + j, b);
+          }
+          add_count(m.loads, cml::count_banks(ld));
+        }
+      }
   return m;
 }
 

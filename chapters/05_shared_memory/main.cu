@@ -46,17 +46,16 @@ struct Kernel {
   const char* name;
   TransposeFn fn;
   bool wide;        // rows and cols must be multiples of 4
-  int pitch;        // the header's mapping under the bank model: tile row pitch (0: no model)
-  bool swizzle;
+  enum Model { kNone, kTileModel, kSwizzledTileModel, kWideModel } model;  // its row under the bank model
 };
 const std::vector<Kernel>& kernels() {
   static const std::vector<Kernel> k = {
-      {"copy_tiles (ceiling, not a transpose)", ch05::copy_tiles, false, 0, false},
-      {"transpose_naive", ch05::transpose_naive, false, 0, false},
-      {"transpose_tiled (yours, step 1)", ch05::transpose_tiled, false, 32, false},
-      {"transpose_padded (yours, step 2)", ch05::transpose_padded, false, 33, false},
-      {"transpose_swizzled (yours, step 3)", ch05::transpose_swizzled, false, 32, true},
-      {"transpose_wide (yours, step 4)", ch05::transpose_wide, true, 0, false},
+      {"copy_tiles (ceiling, not a transpose)", ch05::copy_tiles, false, Kernel::kNone},
+      {"transpose_naive", ch05::transpose_naive, false, Kernel::kNone},
+      {"transpose_tiled (yours, step 1)", ch05::transpose_tiled, false, Kernel::kTileModel},
+      {"transpose_padded (yours, step 2)", ch05::transpose_padded, false, Kernel::kTileModel},
+      {"transpose_swizzled (yours, step 3)", ch05::transpose_swizzled, false, Kernel::kSwizzledTileModel},
+      {"transpose_wide (yours, step 4)", ch05::transpose_wide, true, Kernel::kWideModel},
   };
   return k;
 }
@@ -199,8 +198,20 @@ bool profile(Context& c) {
   for (std::size_t k = 0; k < kernels().size(); ++k) {
     const auto& kern = kernels()[k];
     const std::size_t i = ex.size() + k;
-    const bool modelled = kern.pitch > 0;
-    const auto m = modelled ? ch05::tile_transpose_model(shape.rows, shape.cols, kern.pitch, kern.swizzle) : ch05::TileModel{};
+    // Steps 1-3: the tile's side and pitch read from the kernel's static shared memory
+    // (the header's mapping of threads assumed); step 4: the solution's float4 layout.
+    int side = 0, pitch = 0;
+    const bool tile = kern.model == Kernel::kTileModel || kern.model == Kernel::kSwizzledTileModel;
+    const bool modelled = kern.model == Kernel::kWideModel ||
+                          (tile && ch05::tile_from_static_shared(v(r, i, ch05::kStaticShared) > 0 &&
+                                                                         v(r, i, ch05::kStaticShared) < 100
+                                                                     ? v(r, i, ch05::kStaticShared) * 1000
+                                                                     : v(r, i, ch05::kStaticShared),
+                                                                 side, pitch));
+    const auto m = !modelled ? ch05::TileModel{}
+                   : tile    ? ch05::tile_transpose_model(shape.rows, shape.cols, side, pitch,
+                                                          kern.model == Kernel::kSwizzledTileModel)
+                             : ch05::wide_transpose_model(shape.rows, shape.cols);
     for (const bool st : {false, true}) {
       const int base = st ? ch05::kStWavefronts : ch05::kLdWavefronts;
       const auto& mm = st ? m.stores : m.loads;
@@ -214,7 +225,9 @@ bool profile(Context& c) {
     }
   }
   c.run.emit(t);
-  std::printf("(transposes on %d x %d; their model assumes transpose.cuh's mapping of threads to the tile. "
+  std::printf("(transposes on %d x %d; steps 1-3's model assumes transpose.cuh's mapping of threads to the tile, "
+              "with the tile's side and pitch read from its static shared memory; step 4's is the solution's "
+              "float4 layout. "
               "%zu row(s) where model and ncu differ: a rule of cml/banks.hpp to revisit)\n",
               shape.rows, shape.cols, differ);
   return true;

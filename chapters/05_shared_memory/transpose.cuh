@@ -15,13 +15,17 @@
 
 namespace ch05 {
 
-// The tile of steps 1-3: 32 x 32 floats, moved by blocks of 32 x 8 threads (each thread
-// handles 4 elements of the tile: rows ty, ty + 8, ty + 16, ty + 24).
+// The tile of steps 1-3: T x T floats, T = 32 as the starter launches it (tile_grid), moved
+// by blocks of 32 x 8 threads: thread (tx, ty) stores tile[ty + 8k][tx + 32h] and loads
+// tile[tx + 32h][ty + 8k], for k < T / 8 and h < T / 32 (for T = 32: rows ty, ty + 8,
+// ty + 16, ty + 24, one float each). A larger T (64: 16 elements per thread, more bytes in
+// flight, faster on an H100/H200) is allowed; the program's bank model reads T and the pad
+// from the kernel's static shared memory.
 inline constexpr int kTile = 32;
 inline constexpr int kBlockRows = 8;
 
 // ---- Step 1: the tiled transpose ------------------------------------------------------
-// Through a 32 x 32 tile of shared memory: global reads coalesced (a warp reads 32
+// Through a tile of shared memory (32 x 32 floats, or T x T as above): global reads coalesced (a warp reads 32
 // consecutive floats of one row of `in`), global writes coalesced (a warp writes 32
 // consecutive floats of one row of `out`), and a barrier between the two. Bank conflicts
 // are allowed here. Kernel name: transpose_tiled_kernel.
@@ -33,9 +37,9 @@ void transpose_tiled(const float* in, float* out, int rows, int cols, cudaStream
 void transpose_padded(const float* in, float* out, int rows, int cols, cudaStream_t stream);
 
 // ---- Step 3: no conflicts, by a swizzle -----------------------------------------------
-// The same without a pad: the tile is exactly 32 x 32 floats (4096 bytes of static shared
-// memory), and a permutation of the column index (XOR) keeps the banks apart. Kernel
-// name: transpose_swizzled_kernel.
+// The same without a pad: the tile is exactly T x T floats (32 x 32: 4096 bytes of static
+// shared memory; 64 x 64: 16384), and a permutation of the column index (XOR) keeps the
+// banks apart. Kernel name: transpose_swizzled_kernel.
 void transpose_swizzled(const float* in, float* out, int rows, int cols, cudaStream_t stream);
 
 // ---- Step 4: 16 bytes per access ------------------------------------------------------

@@ -245,9 +245,9 @@ TEST_CASE("chapter 05's experiments stay in their shared array and predict what 
 }
 
 TEST_CASE("chapter 05's tile transposes: the unpadded tile's column reads are 32-way, padded and swizzled 1", "[cpu][banks]") {
-  const auto plain = ch05::tile_transpose_model(64, 64, 32, false);
-  const auto padded = ch05::tile_transpose_model(64, 64, 33, false);
-  const auto swizzled = ch05::tile_transpose_model(64, 64, 32, true);
+  const auto plain = ch05::tile_transpose_model(64, 64, 32, 32, false);
+  const auto padded = ch05::tile_transpose_model(64, 64, 32, 33, false);
+  const auto swizzled = ch05::tile_transpose_model(64, 64, 32, 32, true);
   const unsigned accesses = 4 * 8 * 4;  // 4 tiles x 8 warps x 4 rows each
   CHECK(plain.stores.wavefronts == accesses);
   CHECK(plain.loads.wavefronts == 32 * accesses);
@@ -258,7 +258,60 @@ TEST_CASE("chapter 05's tile transposes: the unpadded tile's column reads are 32
   CHECK(swizzled.stores.conflicts == 0);
   // Ragged: a 40 x 40 matrix has partial tiles; their idle lanes cost nothing, and warps
   // with no row to move issue nothing.
-  const auto ragged = ch05::tile_transpose_model(40, 40, 33, false);
+  const auto ragged = ch05::tile_transpose_model(40, 40, 32, 33, false);
   CHECK(ragged.loads.conflicts == 0);
   CHECK(ragged.stores.transactions == 40 + 40);  // one per row of each tile column: 40 rows x 2 tile columns
+}
+
+TEST_CASE("chapter 05's 64 x 64 tiles: 16 accesses per thread, the same banks as 32 x 32", "[cpu][banks]") {
+  // One 64 x 64 tile: 8 warps x 2 strips x 8 rows = 128 stores and as many loads.
+  const unsigned accesses = 8 * 2 * 8;
+  const auto plain = ch05::tile_transpose_model(64, 64, 64, 64, false);
+  const auto padded = ch05::tile_transpose_model(64, 64, 64, 65, false);
+  const auto swizzled = ch05::tile_transpose_model(64, 64, 64, 64, true);
+  const auto pad_row = ch05::tile_transpose_model(64, 64, 64, 64, false);  // a tile[65][64]: pitch 64
+  CHECK(plain.stores.wavefronts == accesses);
+  CHECK(plain.loads.wavefronts == 32 * accesses);
+  CHECK(padded.loads.wavefronts == accesses);
+  CHECK(padded.stores.conflicts == 0);
+  CHECK(swizzled.loads.wavefronts == accesses);
+  CHECK(swizzled.stores.wavefronts == accesses);
+  CHECK(pad_row.loads.conflicts == 31 * accesses);
+  // A 100 x 68 matrix on 64 x 64 tiles: partial tiles on both sides, still no conflict.
+  const auto ragged = ch05::tile_transpose_model(100, 68, 64, 65, false);
+  CHECK(ragged.loads.conflicts == 0);
+  CHECK(ragged.stores.conflicts == 0);
+  // A warp instruction per 32-float strip that holds an element: 100 rows of `in` x 3 strips
+  // (68 = 32 + 32 + 4 columns), 68 rows of `out` x 4 strips (100 = 32 + 32 + 32 + 4).
+  CHECK(ragged.stores.transactions == 100 * 3);
+  CHECK(ragged.loads.transactions == 68 * 4);
+}
+
+TEST_CASE("chapter 05: a tile's side and pitch from its static shared memory, as ncu prints it", "[cpu][banks]") {
+  int side = 0, pitch = 0;
+  CHECK(ch05::tile_from_static_shared(4096, side, pitch));
+  CHECK((side == 32 && pitch == 32));
+  CHECK(ch05::tile_from_static_shared(4220, side, pitch));  // ncu's "4.22 Kbyte" for 4224
+  CHECK((side == 32 && pitch == 33));
+  CHECK(ch05::tile_from_static_shared(16380, side, pitch));  // "16.38 Kbyte" for 16384
+  CHECK((side == 64 && pitch == 64));
+  CHECK(ch05::tile_from_static_shared(16640, side, pitch));
+  CHECK((side == 64 && pitch == 65));
+  CHECK_FALSE(ch05::tile_from_static_shared(8192, side, pitch));
+  CHECK_FALSE(ch05::tile_from_static_shared(0, side, pitch));
+}
+
+TEST_CASE("chapter 05's 16-byte transpose: the float4 swizzle removes the column reads' 8-way conflict", "[cpu][banks]") {
+  // One 64 x 64 tile: 8 warps x 4 STS.128 and 4 LDS.128, each 4 transactions (quarters).
+  const auto swizzled = ch05::wide_transpose_model(64, 64);
+  const auto plain = ch05::wide_transpose_model(64, 64, false);
+  CHECK(swizzled.stores.wavefronts == 8 * 4 * 4);
+  CHECK(swizzled.stores.conflicts == 0);
+  CHECK(swizzled.loads.wavefronts == 8 * 4 * 4);
+  CHECK(swizzled.loads.conflicts == 0);
+  CHECK(plain.stores.conflicts == 0);               // a quarter stores 8 consecutive float4 of one row
+  CHECK(plain.loads.wavefronts == 8 * 4 * 4 * 8);   // a quarter reads rows 4 apart: 8-way
+  const auto ragged = ch05::wide_transpose_model(100, 68);
+  CHECK(ragged.loads.conflicts == 0);
+  CHECK(ragged.stores.conflicts == 0);
 }
