@@ -1,0 +1,37 @@
+"""Chapter 05's mutants: see tools/mutants.py. One per step at least, each a mistake the
+chapter teaches, caught by the named step's tests with the message that names it."""
+from . import Mutant
+
+CHAPTER = "05_shared_memory"
+
+MUTANTS = [
+    # Rows and cols swapped in the write's bounds check: square matrices (every tile full
+    # or the check symmetric) pass, non-square ones lose rows of `out` and ragged ones write
+    # into the wrong row. Swapping the write's index instead (`* rows` -> `* cols`) writes
+    # up to 4x past `out` on the 512 x 2048 shape: an illegal address, not this lesson.
+    Mutant("rows and cols swapped in the write's bounds (shows on non-square shapes only)",
+           [("      if (r < cols && c < rows)\n        out[static_cast<std::size_t>(r) * rows + c] = tile[",
+             "      if (r < rows && c < cols)\n        out[static_cast<std::size_t>(r) * rows + c] = tile[")],
+           "[step1][correctness]", "square matrices pass, so rows and cols"),
+    Mutant("no barrier between writing the tile and reading it",
+           [("  // Other warps wrote the tile's columns this warp is about to read.\n  __syncthreads();\n",
+             "  // Other warps wrote the tile's columns this warp is about to read.\n")],
+           "[step1][mechanism]", "racecheck found hazards"),
+    Mutant("padding on the wrong dimension (a pad row: tile[T + 1][T])",
+           [("  return row * (T + Pad) + ", "  return row * T + ")],
+           "[step2][mechanism]", "a pad row"),
+    Mutant("a swizzle that is not a bijection (OR instead of XOR)",
+           [("(Swizzle ? (col ^ (row % kTile)) : col)", "(Swizzle ? (col | (row % kTile)) : col)")],
+           "[step3][correctness]", "a swizzle must be a bijection"),
+    Mutant("swizzle on the loads only (the stores keep the plain layout)",
+           [("      if (r < rows && c < cols) tile[tile_index<T, Pad, Swizzle>(y + k * kBlockRows, x + h * kTile)] = v[h][k];",
+             "      if (r < rows && c < cols) tile[tile_index<T, Pad, false>(y + k * kBlockRows, x + h * kTile)] = v[h][k];")],
+           "[step3][correctness]", "the same on the store and on the load"),
+    Mutant("the float4 tile not swizzled (column reads 8-way per quarter-warp)",
+           [("{ return vec ^ ((row / 4) % 8); }", "{ (void)row; return vec; }")],
+           "[step4][mechanism]", "swizzle the float4 columns"),
+    Mutant("the float4 tile padded by one float4 (still 4-way)",
+           [("  __shared__ float4 tile[kWideTile][kWideVecs];", "  __shared__ float4 tile[kWideTile][kWideVecs + 1];"),
+            ("{ return vec ^ ((row / 4) % 8); }", "{ (void)row; return vec; }")],
+           "[step4][mechanism]", "swizzle the float4 columns"),
+]
