@@ -1,7 +1,7 @@
 // Chapter 03 — unified memory with streams. THE file you edit: four steps, TODO(1) to
-// TODO(4). Several host threads each run rounds of "kernel, then host step" on their own
-// managed buffer (run_lane in unified_support.cu calls the functions below in that order).
-// As shipped, the host does not wait for the GPU at all: its results are wrong.
+// TODO(4). Several host threads each run one lane: rounds of "the GPU's step, then the
+// host's step" on the lane's own managed buffer and stream. You write that round. As
+// shipped, run_lane does nothing: no thread's data changes.
 //
 //   ./lab run 03                 run the threads, and compare migration strategies
 //   ./lab check 03               the chapter's tests: which steps pass, and why not
@@ -14,32 +14,29 @@
 
 namespace ch03 {
 
-// TODO(1): the host must not read or write lane.data until the round's kernel finished:
-// managed memory is coherent, but nothing orders the CPU after the GPU except an explicit
-// synchronisation (cudaStreamSynchronize(lane.stream), cudaEventSynchronize, ...).
-// TODO(3): then replace the blocking call with signal.wait_for(round), which returns once
-// the host function enqueued by notify_when_done has run.
-void wait_for_gpu([[maybe_unused]] const Lane& lane, [[maybe_unused]] RoundSignal& signal,
-                  [[maybe_unused]] int round) {}
-
-// TODO(2): attach lane.data to lane.stream alone (cudaStreamAttachMemAsync with
-// cudaMemAttachSingle): only this stream's kernels use it, so the host may touch it while
-// other threads' kernels run, also on GPUs without concurrentManagedAccess.
-void attach([[maybe_unused]] const Lane& lane) {}
-
-// TODO(3): enqueue RoundSignal::on_gpu_done on lane.stream with cudaLaunchHostFunc, with
-// &signal as its user data: the driver calls it when the work before it has finished.
-void notify_when_done([[maybe_unused]] const Lane& lane, [[maybe_unused]] RoundSignal& signal) {}
-
-// TODO(4): without prefetching, the kernel's first touch of each page faults and migrates
-// it on demand, and the host's first touch faults it back. Prefetch lane.data to the GPU
-// before the kernel and to the CPU after it (cudaMemPrefetchAsync with a cudaMemLocation,
-// on lane.stream), and give the table, which everybody reads and nobody writes, the advice
-// that fits it (cudaMemAdvise).
-void advise([[maybe_unused]] const Lane& lane) {}
-
+// TODO(4): move all of lane.data to the GPU (prefetch_to_gpu) or to the host
+// (prefetch_to_cpu) ahead of its use, in lane.stream's order, without blocking the host.
+// These moves are only possible on a device with concurrentManagedAccess.
 void prefetch_to_gpu([[maybe_unused]] const Lane& lane) {}
 
 void prefetch_to_cpu([[maybe_unused]] const Lane& lane) {}
+
+// One lane's life: `rounds` rounds, each the GPU's step (launch_gpu_step(lane, r)) then the
+// host's step (host_step(lane, r)), on this thread. The provided functions are in
+// unified.cuh.
+// TODO(1): write the rounds. The host may not touch lane.data while the GPU's work on it
+// may still run: a kernel launch returns at once, and nothing else orders the CPU after the
+// GPU. Other threads' lanes run at the same time: stop this lane only, not the device.
+// TODO(2): lane.data is this lane's business alone: make sure the driver knows that only
+// lane.stream's work uses it (so the host may touch it while other lanes' kernels run, even
+// on GPUs without concurrentManagedAccess). Decide where that belongs in the lane's life.
+// TODO(3): the thread must learn that a round's GPU work is done from the stream itself,
+// through `signal` (RoundSignal in unified.cuh), and wait with signal.wait_for(r): no
+// blocking CUDA call of any kind, no polling, no sleeping.
+// TODO(4): no page may move on demand: lane.data should be where each step runs before
+// it runs, and the shared table (read by every kernel and the host, written by none)
+// should be advised for what it is. Where the device lacks concurrentManagedAccess, skip
+// both, and the rounds must still be right.
+void run_lane([[maybe_unused]] const Lane& lane, [[maybe_unused]] int rounds, [[maybe_unused]] RoundSignal& signal) {}
 
 }  // namespace ch03

@@ -26,10 +26,22 @@ cml::ManagedBuffer<unsigned> random_table(std::size_t n, unsigned seed) {
 }
 
 LaneOwner::LaneOwner(std::size_t n, const cml::ManagedBuffer<unsigned>& table, int device, unsigned seed)
-    : data(n), initial(n) {
+    : data(n), initial(n), finished(1, cudaHostAllocMapped), blocks(1) {
   fill_random(data.data(), n, seed);
   std::memcpy(initial.data(), data.data(), n * sizeof(unsigned));
-  lane = Lane{data.data(), n, table.data(), table.size(), stream.get(), device};
+  finished.data()[0] = 0;
+  CUDA_CHECK(cudaMemset(blocks.data(), 0, sizeof(unsigned)));
+  progress.finished_round = finished.data();
+  progress.blocks_done = blocks.data();
+  lane = Lane{data.data(), n, table.data(), table.size(), stream.get(), device, &progress};
+}
+
+void read_mostly_table(const Lane& lane) {
+  int concurrent = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, lane.device));
+  if (concurrent == 0) return;
+  CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly,
+                           device_location(lane.device)));
 }
 
 std::vector<unsigned> LaneOwner::after_rounds(int rounds) const {

@@ -33,8 +33,14 @@ struct LaneOwner {
   std::vector<unsigned> initial;
   cml::Stream stream;
   RoundSignal signal;
+  cml::PinnedBuffer<unsigned> finished;  // Progress::finished_round: the GPU writes it
+  cml::DeviceBuffer<unsigned> blocks;    // Progress::blocks_done
+  Progress progress;
   Lane lane;
 };
+
+// The table advised read-mostly, as run_lane's step 4 does: for the program's own runs.
+void read_mostly_table(const Lane& lane);
 
 // ---- Where pages go ------------------------------------------------------------------------
 

@@ -100,7 +100,7 @@ bool run_strategies(Context& c) {
   std::printf("\n== To the GPU: %s first touched on the CPU, then one kernel over it ==\n", format_bytes(s.bytes).c_str());
   LaneOwner owner(s.bytes / sizeof(unsigned), c.table, c.device(), 7);
   const ch03::Lane& lane = owner.lane;
-  ch03::advise(lane);
+  ch03::read_mostly_table(lane);
   const ch03::PinnedCopy copy(owner);
   ch03::Lane device_lane = lane;
   device_lane.data = copy.device.data();
@@ -205,7 +205,10 @@ bool run_streams(Context& c) {
       ch03::Lane lane = lanes[th]->lane;
       lane.stream = d.stream;
       lane.n = 2048;  // 8 blocks: small enough that several such kernels fit on the GPU at once
-      ch03::launch_slow_gpu_step(lane, 0, delay_ms);
+      ch03::Progress wait_first;  // the kernel waits delay_ms before it writes
+      wait_first.fixed_delay_ms = delay_ms;
+      lane.progress = &wait_first;
+      ch03::launch_gpu_step(lane, 0);
       CUDA_CHECK(cudaStreamSynchronize(d.stream));
     });
     t.row({std::string(d.name) + ": each thread one 5 ms kernel", fixed(ms, 2), cml::format_noise(cml::summarize({ms})),

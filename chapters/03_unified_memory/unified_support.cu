@@ -5,6 +5,7 @@
 #include "cml/errors.hpp"
 
 #include <chrono>
+#include <random>
 #include <string>
 
 namespace ch03 {
@@ -12,7 +13,8 @@ namespace ch03 {
 namespace {
 
 __global__ void gpu_step(unsigned* __restrict__ data, std::size_t n, const unsigned* __restrict__ table,
-                         std::size_t table_n, unsigned round, unsigned long long delay_ns) {
+                         std::size_t table_n, unsigned round, unsigned long long delay_ns,
+                         volatile unsigned* finished_round, unsigned* blocks_done) {
   if (delay_ns > 0) {
     // %globaltimer counts nanoseconds; every thread waits, so no element is written before
     // the delay has passed.
@@ -25,15 +27,48 @@ __global__ void gpu_step(unsigned* __restrict__ data, std::size_t n, const unsig
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
     data[i] = data[i] * 5u + table[i % table_n] + round;
+  if (finished_round == nullptr || blocks_done == nullptr) return;
+  // The last block to finish says so, in host memory: every block's writes are made
+  // visible first (fence), then counted; the last one resets the count for the next round.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    if (atomicAdd(blocks_done, 1u) == gridDim.x - 1) {
+      *blocks_done = 0;
+      __threadfence_system();
+      *finished_round = round + 1;
+      __threadfence_system();
+    }
+  }
 }
 
-void launch(const Lane& lane, int round, unsigned long long delay_ns) {
+void launch(const Lane& lane, int round) {
+  unsigned long long delay_ns = 0;
+  volatile unsigned* finished = nullptr;
+  unsigned* blocks_done = nullptr;
+  if (Progress* p = lane.progress) {
+    std::lock_guard<std::mutex> lock(p->mu);
+    ++p->launches;
+    if (p->max_delay_ms > 0) {
+      // A random wait, so that no fixed pause of the host matches it.
+      thread_local std::minstd_rand rng(std::random_device{}());
+      const double ms = p->max_delay_ms * std::uniform_real_distribution<double>(0.25, 1.0)(rng);
+      p->delays_ms += ms;
+      delay_ns = static_cast<unsigned long long>(ms * 1e6);
+    } else if (p->fixed_delay_ms > 0) {
+      p->delays_ms += p->fixed_delay_ms;
+      delay_ns = static_cast<unsigned long long>(p->fixed_delay_ms * 1e6);
+    }
+    finished = p->finished_round;
+    blocks_done = p->blocks_done;
+  }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, lane.device));
   const std::size_t needed = (lane.n + 255) / 256;
   const unsigned blocks = static_cast<unsigned>(needed < static_cast<std::size_t>(sms) * 8 ? needed : sms * 8);
   gpu_step<<<blocks == 0 ? 1 : blocks, 256, 0, lane.stream>>>(lane.data, lane.n, lane.table, lane.table_n,
-                                                               static_cast<unsigned>(round), delay_ns);
+                                                               static_cast<unsigned>(round), delay_ns,
+                                                               finished, blocks_done);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -54,7 +89,7 @@ void RoundSignal::wait_for(int round, double timeout_s) {
   if (!signalled)
     throw cml::CheckFailed("round " + std::to_string(round) + " was never signalled (waited " +
                            std::to_string(timeout_s) + " s): enqueue RoundSignal::on_gpu_done with "
-                           "cudaLaunchHostFunc in notify_when_done (step 3)");
+                           "cudaLaunchHostFunc on the lane's stream, once per round (step 3)");
 }
 
 int RoundSignal::done() const {
@@ -62,13 +97,16 @@ int RoundSignal::done() const {
   return done_;
 }
 
-void launch_gpu_step(const Lane& lane, int round) { launch(lane, round, 0); }
-
-void launch_slow_gpu_step(const Lane& lane, int round, double delay_ms) {
-  launch(lane, round, static_cast<unsigned long long>(delay_ms * 1e6));
-}
+void launch_gpu_step(const Lane& lane, int round) { launch(lane, round); }
 
 void host_step(const Lane& lane, int round) {
+  if (Progress* p = lane.progress) {
+    // Read before the data is touched: was this round's kernel finished when the host began?
+    const bool early = p->finished_round != nullptr && *p->finished_round < static_cast<unsigned>(round) + 1;
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->host_steps.push_back(round);
+    if (early) p->early_steps.push_back(round);
+  }
   const unsigned key = static_cast<unsigned>(round + 1) * 0x9E3779B9u;
   for (std::size_t i = 0; i < lane.n; ++i) lane.data[i] ^= key;
 }
@@ -77,19 +115,6 @@ void reference_rounds(unsigned* data, std::size_t n, const unsigned* table, std:
   for (int r = 0; r < rounds; ++r) {
     const unsigned key = static_cast<unsigned>(r + 1) * 0x9E3779B9u;
     for (std::size_t i = 0; i < n; ++i) data[i] = (data[i] * 5u + table[i % table_n] + static_cast<unsigned>(r)) ^ key;
-  }
-}
-
-void run_lane(const Lane& lane, int rounds, RoundSignal& signal) {
-  attach(lane);
-  advise(lane);
-  for (int r = 0; r < rounds; ++r) {
-    prefetch_to_gpu(lane);
-    launch_gpu_step(lane, r);
-    prefetch_to_cpu(lane);
-    notify_when_done(lane, signal);
-    wait_for_gpu(lane, signal, r);
-    host_step(lane, r);
   }
 }
 

@@ -9,51 +9,66 @@
 
 namespace ch03 {
 
-// Steps 1 and 3. Step 1's answer was cudaStreamSynchronize(lane.stream): it blocks this
-// thread until everything on the stream is done. With the host function enqueued by
-// notify_when_done, the thread waits on a condition variable instead; it could do other
-// work first, and the wait ends exactly when the stream reached the callback.
-void wait_for_gpu([[maybe_unused]] const Lane& lane, RoundSignal& signal, int round) {
-  signal.wait_for(round);
+namespace {
+
+cudaMemLocation on_device(int device) {
+  cudaMemLocation where{};
+  where.type = cudaMemLocationTypeDevice;
+  where.id = device;
+  return where;
 }
 
-// Step 2. cudaMemAttachSingle: only kernels on lane.stream use this buffer. Where
-// concurrentManagedAccess is 0, the host may then touch it while other streams' kernels
-// run; where it is 1 (Pascal and later on Linux) nothing breaks without it, but the driver
-// uses it: on an H200, 8 threads' on-demand rounds ran 2x faster attached single than
-// global (./lab run 03 -- --mode=streams). The attach takes effect in stream order.
-void attach(const Lane& lane) {
-  CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));
-}
+}  // namespace
 
-// Step 3. The host function may not call CUDA itself; on_gpu_done only counts the round
-// and wakes the waiting thread.
-void notify_when_done(const Lane& lane, RoundSignal& signal) {
-  CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));
-}
-
-// Step 4. The table is read by every kernel and by the host and never written: read-mostly
-// lets the driver keep a copy on each side instead of moving it back and forth. (Advice
-// on data that is written would be wrong here: a write to a read-mostly page invalidates
-// every other copy.) The data moves as a whole, once each way per round, ahead of its use.
-void advise(const Lane& lane) {
-  cudaMemLocation device{};
-  device.type = cudaMemLocationTypeDevice;
-  device.id = lane.device;
-  CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly, device));
-}
-
+// Step 4. The data moves as a whole, once each way per round, ahead of its use: in stream
+// order, so the move to the GPU is done before the kernel starts and the move back before
+// the host function fires. Only an enqueue: the host goes on at once.
 void prefetch_to_gpu(const Lane& lane) {
-  cudaMemLocation device{};
-  device.type = cudaMemLocationTypeDevice;
-  device.id = lane.device;
-  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), device, 0, lane.stream));
+  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), on_device(lane.device), 0, lane.stream));
 }
 
 void prefetch_to_cpu(const Lane& lane) {
   cudaMemLocation host{};
   host.type = cudaMemLocationTypeHost;
   CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));
+}
+
+void run_lane(const Lane& lane, int rounds, RoundSignal& signal) {
+  // Step 2. cudaMemAttachSingle: only kernels on lane.stream use this buffer. Where
+  // concurrentManagedAccess is 0, the host may then touch it while other streams' kernels
+  // run; where it is 1 (Pascal and later on Linux) nothing breaks without it, but the driver
+  // uses it: on an H200, 8 threads' on-demand rounds ran 2x faster attached single than
+  // global (./lab run 03 -- --mode=streams). The attach takes effect in stream order,
+  // before the first kernel. (A buffer allocated with cudaMemAttachHost starts attached to
+  // no stream; this one was allocated global.)
+  CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));
+
+  // Step 4. Prefetch and advice to a device need concurrentManagedAccess; without it, the
+  // driver moves managed pages to the GPU at each launch and back when the stream is done.
+  int concurrent = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, lane.device));
+  // The table is read by every kernel and by the host and never written: read-mostly lets
+  // the driver keep a copy on each side instead of moving it back and forth. (Advice on the
+  // data, which both sides write, would be wrong: a write to a read-mostly page invalidates
+  // every other copy.)
+  if (concurrent)
+    CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly,
+                             on_device(lane.device)));
+
+  for (int r = 0; r < rounds; ++r) {
+    if (concurrent) prefetch_to_gpu(lane);
+    launch_gpu_step(lane, r);
+    if (concurrent) prefetch_to_cpu(lane);
+    // Steps 1 and 3. The host function runs when everything before it on lane.stream is
+    // done (kernel and move back included); it only counts the round and wakes this
+    // thread, which sleeps on a condition variable meanwhile: no CUDA call blocks, and
+    // other lanes' streams go on. (Step 1's first answer, cudaStreamSynchronize(lane.stream),
+    // is right too, but it blocks inside CUDA, often spinning a core.) A host function may
+    // not call CUDA itself.
+    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));
+    signal.wait_for(r);
+    host_step(lane, r);
+  }
 }
 
 }  // namespace ch03

@@ -1,19 +1,102 @@
-"""Chapter 03's mutants: see tools/mutants.py."""
+"""Chapter 03's mutants: see tools/mutants.py. Each puts one mistake back into the
+solution's run_lane (or its prefetches) and names the message that must catch it."""
 from . import Mutant
 
 CHAPTER = "03_unified_memory"
 
+WAIT = ("    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n"
+        "    signal.wait_for(r);\n")
+THREAD = ('#include "cml/errors.hpp"\n', '#include "cml/errors.hpp"\n\n#include <chrono>\n#include <thread>\n')
+ATTACH = "  CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));\n"
+ADVISE = "CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly,"
+TO_CPU = ("  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n")
+TO_GPU = ("  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), on_device(lane.device), 0, "
+          "lane.stream));\n")
+
 MUTANTS = [
+    # Step 1: the round and its wait.
+    Mutant("no wait: the host steps at once",
+           [(WAIT, "")], "[step1]", "still running"),
+    Mutant("a short fixed pause instead of a wait",
+           [THREAD, (WAIT, "    std::this_thread::sleep_for(std::chrono::milliseconds(20));\n")],
+           "[step1]", "still running"),
+    Mutant("a long fixed pause instead of a wait",
+           [THREAD, (WAIT, "    std::this_thread::sleep_for(std::chrono::milliseconds(130));\n")],
+           "[step1]", "A fixed pause is not a wait"),
+    Mutant("waits for the whole device",
+           [(WAIT, "    CUDA_CHECK(cudaDeviceSynchronize());\n")], "[step1]", "waits for every lane's stream"),
+    Mutant("the GPU step computed on the host",
+           [("    launch_gpu_step(lane, r);\n",
+             "    for (std::size_t i = 0; i < lane.n; ++i)\n"
+             "      lane.data[i] = lane.data[i] * 5u + lane.table[i % lane.table_n] + static_cast<unsigned>(r);\n")],
+           "[step1]", "GPU step(s) for"),
+    Mutant("host steps in the wrong order",
+           [("    host_step(lane, r);\n", "    host_step(lane, rounds - 1 - r);\n")], "[step1]", "in round order"),
+    Mutant("exercise.cu includes the solution",
+           [('#include "unified.cuh"\n',
+             '#include "../../solutions/03_unified_memory/exercise.cu"  // the cheat\n#if 0\n'),
+            ("}  // namespace ch03\n", "}  // namespace ch03\n#endif\n")],
+           "[step1]", "includes the solution"),
+    # Step 2: the attach.
     Mutant("attached for every stream",
-     [("cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle)",
-       "cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachGlobal)")],
-     "[step2][mechanism]", "the attach flag"),
+           [(ATTACH, ATTACH.replace("cudaMemAttachSingle", "cudaMemAttachGlobal"))],
+           "[step2][mechanism]", "the attach flag"),
+    Mutant("attached to the legacy stream",
+           [(ATTACH, ATTACH.replace("(lane.stream,", "(0,"))], "[step2][mechanism]", "not to lane.stream"),
+    Mutant("attached after the first kernel",
+           [(ATTACH, ""),
+            ("    launch_gpu_step(lane, r);\n",
+             "    launch_gpu_step(lane, r);\n    if (r == 0)\n  " + ATTACH)],
+           "[step2][mechanism]", "after the lane's first kernel"),
+    Mutant("attached every round",
+           [(ATTACH, ""), ("    launch_gpu_step(lane, r);\n", ATTACH.replace("  CUDA", "    CUDA") +
+                           "    launch_gpu_step(lane, r);\n")],
+           "[step2][mechanism]", "attached lane.data"),
+    # Step 3: the host function and nothing that blocks.
     Mutant("a blocking wait left in",
-     [("  signal.wait_for(round);\n}", "  CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n  signal.wait_for(round);\n}")],
-     "[step3][mechanism]", "blocking synchronisation"),
+           [("    signal.wait_for(r);\n", "    CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n    signal.wait_for(r);\n")],
+           "[step3][mechanism]", "blocking or polling"),
+    Mutant("busy-polling the stream",
+           [(WAIT, "    while (cudaStreamQuery(lane.stream) == cudaErrorNotReady) {}\n"
+                   "    RoundSignal::on_gpu_done(&signal);\n")],
+           "[step3][mechanism]", "cudaLaunchHostFunc call(s)"),
+    Mutant("polling the stream besides the host function",
+           [("    signal.wait_for(r);\n",
+             "    while (cudaStreamQuery(lane.stream) == cudaErrorNotReady) {}\n    signal.wait_for(r);\n")],
+           "[step3][mechanism]", "cudaStreamQuery"),
+    Mutant("spinning on the signal",
+           [("    signal.wait_for(r);\n", "    while (signal.done() <= r) {}\n")],
+           "[step3][mechanism]", "it spins"),
+    Mutant("napping and polling the signal",
+           [THREAD, ("    signal.wait_for(r);\n",
+                     "    while (signal.done() <= r) std::this_thread::sleep_for(std::chrono::microseconds(200));\n")],
+           "[step3][mechanism]", "sleeps and looks again"),
+    Mutant("host function on the legacy stream",
+           [("cudaLaunchHostFunc(lane.stream,", "cudaLaunchHostFunc(0,")],
+           "[step3][mechanism]", "another stream than lane.stream"),
+    Mutant("host function only in the first round",
+           [("    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n",
+             "    if (r == 0) CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n")],
+           "[step3][mechanism]", "cudaLaunchHostFunc call(s) for"),
+    # Step 4: prefetch and advice.
     Mutant("no prefetch back to the CPU",
-     [("void prefetch_to_cpu(const Lane& lane) {\n  cudaMemLocation host{};\n  host.type = cudaMemLocationTypeHost;\n"
-       "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n}",
-       "void prefetch_to_cpu(const Lane& lane) { (void)lane; }")],
-     "[step4][mechanism]", "prefetch the data to the host"),
+           [(TO_CPU, "  (void)host;\n")], "[step4][mechanism]", "faulted the data back"),
+    Mutant("no prefetch to the GPU",
+           [(TO_GPU, "  (void)lane;\n")], "[step4][mechanism]", "reached the GPU by page faults"),
+    Mutant("prefetch to the GPU on a stream of its own",
+           [(TO_GPU, "  static cudaStream_t own = [] { cudaStream_t s; cudaStreamCreateWithFlags(&s, "
+                     "cudaStreamNonBlocking); return s; }();\n" + TO_GPU.replace("0, lane.stream)", "0, own)"))],
+           "[step4][mechanism]", "another stream than lane.stream"),
+    Mutant("prefetch page by page",
+           [(TO_GPU, "  for (std::size_t off = 0; off < lane.n * sizeof(unsigned); off += 4096)\n"
+                     "    CUDA_CHECK(cudaMemPrefetchAsync(reinterpret_cast<char*>(lane.data) + off, "
+                     "std::min<std::size_t>(4096, lane.n * sizeof(unsigned) - off), on_device(lane.device), 0, "
+                     "lane.stream));\n")],
+           "[step4][perf]", "not page by page"),
+    Mutant("advice length in elements, not bytes",
+           [(ADVISE, ADVISE.replace("lane.table_n * sizeof(unsigned)", "lane.table_n"))],
+           "[step4][mechanism]", "lengths are in bytes"),
+    Mutant("no advice for the table",
+           [("  if (concurrent)\n    " + ADVISE, "  if (false)\n    " + ADVISE)],
+           "[step4][mechanism]", "advise it for that"),
 ]
