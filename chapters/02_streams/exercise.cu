@@ -1,6 +1,6 @@
-// Chapter 02 — overlapping transfers and kernels with streams. THE file you edit: four
-// steps, TODO(1) to TODO(4). As shipped, everything works, one operation after another:
-// the copy engines and the SMs take turns instead of working together.
+// Chapter 02 — overlapping transfers and kernels with streams. THE file you edit: three
+// steps, TODO(1) to TODO(3). As shipped, everything works, one operation after another: the
+// copy engines and the SMs take turns instead of working together.
 //
 //   ./lab run 02                      measure your pipeline (-- --mode=shmoo for all cycles)
 //   ./lab check 02                    the chapter's tests: which steps pass, and why not
@@ -15,28 +15,31 @@
 
 namespace ch02 {
 
-// TODO(1): create `count` streams with cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)
-// and destroy them in destroy_streams. As shipped, every "stream" is the legacy NULL
-// stream (0), which waits for all other work on the device and makes all work wait for it.
+// TODO(1): streams that can run at the same time as each other and as anything else in the
+// program: none of them may wait for, or make anything wait for, work someone else put on
+// the default stream. Whatever you create here, destroy_streams destroys.
+// As shipped, every "stream" is the default stream, so nothing can overlap.
 std::vector<cudaStream_t> create_streams(int count) {
   return std::vector<cudaStream_t>(static_cast<std::size_t>(count), nullptr);
 }
 
 void destroy_streams(std::vector<cudaStream_t>& streams) { streams.clear(); }
 
-// TODO(1): the host buffers must be pinned (cudaMallocHost / cudaFreeHost): a copy from
-// pageable memory is staged by the CPU and cannot overlap anything.
+// TODO(1): host buffers a copy engine can read and write while the CPU goes on: a copy
+// from or to them must return before it is done, so it can overlap a kernel. Release them
+// with the call that matches how you got them.
 int* allocate_host_ints(std::size_t count) { return new int[count]; }
 
 void free_host_ints(int* p) { delete[] p; }
 
-// TODO(2): split the work into `chunks` pieces and give chunk c to streams[c % S]: its
-// cudaMemcpyAsync in, launch_add, its cudaMemcpyAsync out. Different streams' work may run
-// at the same time: one chunk's copy while another chunk's kernel runs.
-// TODO(3): n need not be a multiple of `chunks`: the last chunk is shorter (and with more
-// chunks than elements, some are empty). Call p.after_chunk(c, stream) (when it is set)
-// after issuing chunk c's three operations.
-// TODO(4) is in choose_plan below; `order` says in which order to issue the operations.
+// TODO(1): make the three phases overlap. Split the work into `chunks` pieces, and give
+// chunk c to streams[c % streams.size()]: a copy engine can then bring in one chunk while
+// the SMs compute another and the other engine sends a third back. The host only issues
+// work here: nothing in this function may wait for the GPU (the caller synchronises once,
+// after it returns).
+// TODO(2): any n and any chunk count: n need not divide, more chunks than elements leaves
+// some empty; every element copied in and out exactly once; p.after_chunk(c, stream) (when
+// set) once per chunk, in order, after chunk c's work is issued; both issue orders (`order`).
 void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams,
                 [[maybe_unused]] std::size_t chunks, [[maybe_unused]] IssueOrder order) {
   cudaStream_t s = streams.front();
@@ -46,10 +49,13 @@ void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams,
   if (p.after_chunk) p.after_chunk(0, s);
 }
 
-// TODO(4): choose the streams, chunk count and issue order that come closest to the bound
-// for n ints, and say in a comment what you measured (./lab run 02 -- --mode=plan tries
-// many). With one chunk nothing can overlap.
-Plan choose_plan([[maybe_unused]] std::size_t n, [[maybe_unused]] int copy_engines) {
+// TODO(3): from what the program measured (`m`: each phase alone, both copies at once, the
+// copy engines), choose the streams, chunk count and issue order that bring the staged time
+// closest to the bound. The tests try a copy-bound, a kernel-bound and a small workload:
+// a plan that is best for one of them only will fail another. Say in a comment what you
+// measured (./lab run 02 -- --mode=plan tries many plans; --size and --cycles change the
+// workload).
+Plan choose_plan([[maybe_unused]] std::size_t n, [[maybe_unused]] const Measured& m) {
   return Plan{1, 1, IssueOrder::Breadth};
 }
 

@@ -47,6 +47,16 @@ int balanced_cycles(const Problem& p, const Phases& copies, cml::TimingOptions t
   return std::clamp(static_cast<int>(c / 64.0 + 0.5) * 64, 0, 1 << 20);
 }
 
+Measured measured(const Phases& copies, double kernel_ms, int copy_engines) {
+  Measured m;
+  m.h2d_ms = copies.h2d;
+  m.kernel_ms = kernel_ms;
+  m.d2h_ms = copies.d2h;
+  m.both_ms = copies.both;
+  m.copy_engines = copy_engines;
+  return m;
+}
+
 Overlap traced(const std::function<void()>& issue) {
   cml::trace::Recorder recorder;
   issue();

@@ -83,6 +83,10 @@ double measure_kernel(const Problem& p, int cycles, cml::TimingOptions timing, c
 // measurements place it; rounded to a multiple of 64, so repeated runs agree.
 int balanced_cycles(const Problem& p, const Phases& copies, cml::TimingOptions timing, cudaStream_t stream);
 
+// What choose_plan is given: the copies' phases and the kernel at p.cycles, with the GPU's
+// copy engines.
+Measured measured(const Phases& copies, double kernel_ms, int copy_engines);
+
 // ---- What the trace saw -----------------------------------------------------------------
 
 struct Overlap {

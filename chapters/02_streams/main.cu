@@ -48,9 +48,9 @@ struct Settings {
   std::size_t n() const { return bytes / sizeof(int); }
 };
 
-// The learner's choose_plan, with what the command line overrides.
-ch02::Plan effective_plan(const Settings& s, const cml::DeviceFacts& facts) {
-  ch02::Plan plan = ch02::choose_plan(s.n(), facts.async_engine_count);
+// The learner's choose_plan, given what was measured, with what the command line overrides.
+ch02::Plan effective_plan(const Settings& s, const ch02::Measured& m) {
+  ch02::Plan plan = ch02::choose_plan(s.n(), m);
   if (s.streams > 0) plan.streams = s.streams;
   if (s.chunks > 0) plan.chunks = s.chunks;
   if (s.issue == "breadth") plan.order = ch02::IssueOrder::Breadth;
@@ -60,23 +60,29 @@ ch02::Plan effective_plan(const Settings& s, const cml::DeviceFacts& facts) {
   return plan;
 }
 
-// What every mode works on: the workload in the learner's buffers, the plan and its streams,
-// the copy phases, and the cycles (given, or where the kernel takes as long as a copy).
+// What every mode works on: the workload in the learner's buffers, the copy phases, the
+// cycles (given, or where the kernel takes as long as a copy), and the plan chosen from
+// those measurements with its streams.
 struct Context {
   Context(const Settings& settings, cml::Run opened)
-      : s(settings), run(std::move(opened)), work(s.n(), 5, 0), plan(effective_plan(s, run.facts)),
-        streams(plan.streams), copies(ch02::measure_copies(work.problem, run.timing)) {
-    work.problem.cycles = s.cycles >= 0 ? s.cycles : ch02::balanced_cycles(work.problem, copies, run.timing, stream);
-  }
+      : s(settings), run(std::move(opened)), work(s.n(), 5, 0),
+        copies(ch02::measure_copies(work.problem, run.timing)), plan(choose()), streams(plan.streams) {}
   void issue_staged() { ch02::run_staged(work.problem, streams.s, plan.chunks, plan.order); }
+
+  ch02::Plan choose() {
+    work.problem.cycles = s.cycles >= 0 ? s.cycles : ch02::balanced_cycles(work.problem, copies, run.timing, stream);
+    kernel_ms = ch02::measure_kernel(work.problem, work.problem.cycles, run.timing, stream);
+    return effective_plan(s, ch02::measured(copies, kernel_ms, run.facts.async_engine_count));
+  }
 
   Settings s;
   cml::Run run;
   cml::Stream stream;
   ch02::Workload work;
+  ch02::Phases copies;
+  double kernel_ms = 0;
   ch02::Plan plan;
   ch02::Streams streams;
-  ch02::Phases copies;
 };
 
 // ---- Breakers: calls that silently serialise a pipeline -------------------------------------

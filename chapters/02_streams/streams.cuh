@@ -1,5 +1,5 @@
 // Chapter 02 — overlapping transfers and kernels with streams: the API that exercise.cu
-// implements (the learner's part, steps 1-4) and what the chapter provides around it.
+// implements (the learner's part, steps 1-3) and what the chapter provides around it.
 // main.cu, the tests and the solution all include this file.
 #pragma once
 
@@ -11,15 +11,17 @@
 
 namespace ch02 {
 
-// ---- Step 1: streams and pinned buffers ------------------------------------------------
-// `count` streams that may run concurrently with each other and never wait for the legacy
-// NULL stream; and host memory the copy engines can read and write asynchronously.
+// ---- Step 1: a pipeline that overlaps --------------------------------------------------
+// `count` distinct streams that may run concurrently with each other and never wait for the
+// legacy NULL stream; destroy_streams destroys every one of them and empties the vector.
+// Host memory the copy engines read and write asynchronously (so a copy from it returns
+// before it is done); free_host_ints releases it with the call that matches.
 std::vector<cudaStream_t> create_streams(int count);
 void destroy_streams(std::vector<cudaStream_t>& streams);
 int* allocate_host_ints(std::size_t count);
 void free_host_ints(int* p);
 
-// ---- Steps 2 and 3: the staged pipeline -------------------------------------------------
+// ---- Steps 1 and 2: the staged pipeline -------------------------------------------------
 // The work: out[i] = in[i] + cycles * add_value, computed by AddKernel (provided: see
 // launch_add) on the GPU: copy `in` to the device, run the kernel, copy `out` back.
 struct Problem {
@@ -30,9 +32,9 @@ struct Problem {
   std::size_t n = 0;
   int cycles = 0;      // arithmetic per element: 0 is a plain copy kernel
   int add_value = 3;
-  // Called by run_staged after it has issued chunk c (all three operations), with the
-  // chunk's stream. The program uses it to show what breaks concurrency (a cudaFree, a
-  // synchronous call) by calling it inside your loop; it does nothing otherwise.
+  // Called by run_staged once per chunk, in increasing c, after it has issued chunk c's
+  // operations, with the chunk's stream. The program uses it to show what breaks
+  // concurrency (a cudaFree, a synchronous call) by calling it inside your loop.
   std::function<void(std::size_t chunk, cudaStream_t stream)> after_chunk;
 };
 
@@ -41,21 +43,33 @@ enum class IssueOrder {
   Depth,    // chunk by chunk: copy in, kernel, copy out, then the next chunk
 };
 
-// Split the work into `chunks` pieces (the last may be shorter; n need not divide), and
-// give chunk c to streams[c % streams.size()]: its copy in, its kernel, its copy out, all
-// asynchronous, issued in `order`. Returns when everything is issued, not when it is done.
+// Split [0, n) into `chunks` consecutive pieces, chunk 0 first (their sizes are yours to
+// choose: n need not divide, they need not be equal, some may be empty), and give chunk c
+// to streams[c % streams.size()]: its copy in, its kernel, its copy out, issued in
+// `order`. Only enqueues: returns when everything is issued, without waiting for the GPU
+// (no synchronising call of any kind) and without touching the legacy NULL stream.
 void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std::size_t chunks,
                 IssueOrder order);
 
-// ---- Step 4: the plan that gets closest to the bound ------------------------------------
+// ---- Step 3: the plan, from what was measured ------------------------------------------
 struct Plan {
   int streams = 1;
   std::size_t chunks = 1;
   IssueOrder order = IssueOrder::Breadth;
 };
-// Your choice of streams, chunks and order for n ints on a GPU with `copy_engines` copy
-// engines. Explain in a comment what you measured.
-Plan choose_plan(std::size_t n, int copy_engines);
+// What the program measured over all n ints before it asks for a plan (medians, ms).
+struct Measured {
+  double h2d_ms = 0;     // copy in alone
+  double kernel_ms = 0;  // AddKernel alone, at the run's cycles
+  double d2h_ms = 0;     // copy out alone
+  double both_ms = 0;    // copy in and copy out at once on two streams (they share the link)
+  int copy_engines = 0;  // asyncEngineCount: 1 cannot copy both ways at once
+};
+// Your choice of streams, chunks and order for n ints whose phases took `m`: the plan that
+// brings the staged time closest to the bound, max(kernel, both) when copies in and out can
+// overlap. Checked on several workloads (copy-bound, kernel-bound, small): derive it from
+// `m`, not from one workload's best.
+Plan choose_plan(std::size_t n, const Measured& m);
 
 // ---- Provided by the chapter (streams_support.cu) ----------------------------------------
 

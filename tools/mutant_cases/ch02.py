@@ -1,20 +1,97 @@
-"""Chapter 02's mutants: see tools/mutants.py."""
+"""Chapter 02's mutants: see tools/mutants.py. Each is a mistake a learner makes, put back
+into the solution; the test named by its tag must fail with the message that names it."""
 from . import Mutant
 
 CHAPTER = "02_streams"
 
+DEPTH_LOOP = ("      copy_out(p, k, stream_of(c));\n      done(c);\n")
+PLAN_RETURN = "  return Plan{streams, best_chunks, IssueOrder::Depth};"
+
 MUTANTS = [
+    # ---- step 1: streams, buffers, a pipeline that only enqueues -------------------------
     Mutant("null-stream",
      [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
        "const auto stream_of = [&](std::size_t) { (void)streams; return cudaStream_t{}; };")],
-     "[step2][mechanism]", "legacy NULL stream"),
-    Mutant("device-sync in the loop",
-     [("    if (p.after_chunk) p.after_chunk(c, stream_of(c));",
-       "    CUDA_CHECK(cudaDeviceSynchronize());\n    if (p.after_chunk) p.after_chunk(c, stream_of(c));")],
-     "[step2][mechanism]", "Something waits inside your loop"),
+     "[step1][mechanism]", "legacy NULL stream"),
+    Mutant("all chunks on one stream",
+     [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
+       "const auto stream_of = [&](std::size_t) { return streams.front(); };")],
+     "[step1][mechanism]", "kernels per stream"),
+    Mutant("blocking streams",
+     [("CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));", "CUDA_CHECK(cudaStreamCreate(&s));")],
+     "[step1][mechanism]", "create_streams made blocking streams"),
+    Mutant("create_streams returns the NULL stream",
+     [("  for (auto& s : streams) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));\n", "")],
+     "[step1][mechanism]", "returned the default (legacy NULL) stream"),
+    Mutant("destroy_streams only forgets them",
+     [("  for (cudaStream_t s : streams) CUDA_CHECK(cudaStreamDestroy(s));\n", "")],
+     "[step1][mechanism]", "destroy_streams destroyed 0 of the 5"),
     Mutant("pageable buffers",
      [("  void* p = nullptr;\n  CUDA_CHECK(cudaMallocHost(&p, count * sizeof(int)));\n  return static_cast<int*>(p);",
        "  return new int[count];"),
       ("void free_host_ints(int* p) { CUDA_CHECK(cudaFreeHost(p)); }", "void free_host_ints(int* p) { delete[] p; }")],
-     "[step2][mechanism]", "pageable"),
+     "[step1][mechanism]", "allocate_host_ints returned pageable memory"),
+    Mutant("free_host_ints leaks",
+     [("void free_host_ints(int* p) { CUDA_CHECK(cudaFreeHost(p)); }", "void free_host_ints(int* p) { (void)p; }")],
+     "[step1][mechanism]", "free_host_ints made 0 cudaFreeHost"),
+    Mutant("free_host_ints with delete[] (mismatched free)",
+     [("void free_host_ints(int* p) { CUDA_CHECK(cudaFreeHost(p)); }", "void free_host_ints(int* p) { delete[] p; }")],
+     "[step1][mechanism]", "cudaFreeHost"),
+    Mutant("device-sync in the loop",
+     [(DEPTH_LOOP, "      copy_out(p, k, stream_of(c));\n      CUDA_CHECK(cudaDeviceSynchronize());\n      done(c);\n")],
+     "[step1][mechanism]", "calls that wait for the GPU: cudaDeviceSynchronize"),
+    # Waits for every other chunk only: half the overlap is left, the call is still a wait.
+    Mutant("stream sync every other chunk",
+     [(DEPTH_LOOP, "      copy_out(p, k, stream_of(c));\n      if (c % 2 == 1) CUDA_CHECK(cudaStreamSynchronize(stream_of(c - 1)));\n      done(c);\n")],
+     "[step1][mechanism]", "calls that wait for the GPU: cudaStreamSynchronize"),
+    Mutant("busy-poll with cudaStreamQuery",
+     [(DEPTH_LOOP, "      copy_out(p, k, stream_of(c));\n      while (cudaStreamQuery(stream_of(c)) == cudaErrorNotReady) {}\n      done(c);\n")],
+     "[step1][mechanism]", "cudaStreamQuery"),
+    Mutant("synchronous copy in (no Async)",
+     [("  CUDA_CHECK(cudaMemcpyAsync(p.device_in + k.first, p.host_in + k.first, k.count * sizeof(int),\n"
+       "                             cudaMemcpyHostToDevice, s));",
+       "  (void)s;\n  CUDA_CHECK(cudaMemcpy(p.device_in + k.first, p.host_in + k.first, k.count * sizeof(int),\n"
+       "                        cudaMemcpyHostToDevice));")],
+     "[step1][mechanism]", "calls that wait for the GPU: cudaMemcpy"),
+    # Cheating: the result computed on the host, the GPU only copies.
+    Mutant("computes on the host",
+     [("void compute(const Problem& p, Chunk k, cudaStream_t s) {\n"
+       "  launch_add(p.device_in + k.first, p.device_out + k.first, k.count, p.cycles, p.add_value, s);\n}",
+       "void compute(const Problem& p, Chunk k, cudaStream_t s) {\n"
+       "  (void)s;\n  for (std::size_t i = k.first; i < k.first + k.count; ++i)\n"
+       "    p.host_out[i] = expected(p.host_in[i], p.cycles, p.add_value);\n}"),
+      ("void copy_out(const Problem& p, Chunk k, cudaStream_t s) {\n  if (k.count == 0) return;\n",
+       "void copy_out(const Problem& p, Chunk k, cudaStream_t s) {\n  if (k.count != 0 || k.count == 0) return;\n")],
+     "[step1][mechanism]", "give every chunk its own copy in, kernel and copy out"),
+    # ---- step 2: any size, any chunk count, after_chunk -------------------------------
+    Mutant("the last elements dropped",
+     [("  if (c >= chunks) return n;\n", "  if (c >= chunks) return n - n % chunks;\n")],
+     "[step2][correctness]", "every element in exactly one chunk"),
+    Mutant("length in elements, not bytes",
+     [("  CUDA_CHECK(cudaMemcpyAsync(p.host_out + k.first, p.device_out + k.first, k.count * sizeof(int),",
+       "  CUDA_CHECK(cudaMemcpyAsync(p.host_out + k.first, p.device_out + k.first, k.count,")],
+     "[step2][mechanism]", "lengths are in bytes"),
+    Mutant("after_chunk skipped for empty chunks",
+     [("      const Chunk k = chunk_of(c, p.n, chunks);\n", "      const Chunk k = chunk_of(c, p.n, chunks);\n      if (k.count == 0) continue;\n")],
+     "[step2][mechanism]", "after_chunk was called"),
+    Mutant("after_chunk given the wrong stream",
+     [("    if (p.after_chunk) p.after_chunk(c, stream_of(c));", "    if (p.after_chunk) p.after_chunk(c, streams.front());")],
+     "[step2][mechanism]", "another stream than chunk c's"),
+    Mutant("32-bit chunk offsets",
+     [("  return n * (2 * c - 1) / (2 * (chunks - 1));",
+       "  return static_cast<std::size_t>(static_cast<int>(n * (2 * c - 1) / (2 * (chunks - 1))));")],
+     "[step2][correctness]", "need 64 bits"),
+    # ---- step 3: the plan ------------------------------------------------------------
+    Mutant("one constant plan (8 x 32 depth-first)",
+     [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, 32, IssueOrder::Depth};")],
+     "[step3][perf]", "Every chunk costs"),
+    Mutant("two streams",
+     [(PLAN_RETURN, "  (void)streams;\n  return Plan{2, std::max<std::size_t>(best_chunks, 2), IssueOrder::Depth};")],
+     "[step3][perf]", "three stages need three chunks in flight"),
+    Mutant("8 streams x 32 chunks breadth-first",
+     [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, std::max<std::size_t>(best_chunks, 32), IssueOrder::Breadth};")],
+     "[step3][perf]", "breadth-first with fewer streams than chunks"),
+    Mutant("never staged",
+     [(PLAN_RETURN, "  (void)streams;\n  return Plan{1, 1, IssueOrder::Depth};")],
+     "[step3][perf]", "three stages need three chunks in flight"),
 ]

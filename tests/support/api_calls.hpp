@@ -1,0 +1,111 @@
+// What the chapters' tests read from the CUPTI callback recorder (cml/api_trace.hpp): which
+// calls make the host wait, and which of them a piece of code made; and a note that names
+// the likely cause when the code under test crashes the process (a mismatched free), since
+// the supervisor can only report the signal.
+#pragma once
+
+#include "catch.hpp"
+
+#include "cml/api_trace.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+// A failed callback recording is never evidence that a call was not made.
+#define CML_REQUIRE_API_OK(calls)                                                                   \
+  do {                                                                                              \
+    if (!(calls).ok) FAIL("CUPTI's callback API failed, so the calls cannot be checked: " << (calls).error); \
+  } while (0)
+
+namespace cml::test {
+
+// The runtime name without its per-thread-stream suffix ("cudaMemcpyAsync_ptsz" -> "cudaMemcpyAsync").
+inline std::string base_name(const std::string& name) {
+  for (const char* suffix : {"_ptsz", "_ptds"}) {
+    const std::size_t n = std::strlen(suffix);
+    if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) return name.substr(0, name.size() - n);
+  }
+  return name;
+}
+
+// Calls that can make the host wait for the GPU, or that synchronise the device
+// implicitly: waits and polls (a loop of cudaStreamQuery is a wait), synchronous copies
+// and memsets, and allocation calls that synchronise.
+inline bool is_blocking_call(const std::string& full_name) {
+  const std::string name = base_name(full_name);
+  for (const char* b : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamQuery",
+                        "cudaEventQuery", "cudaThreadSynchronize", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D",
+                        "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemcpyPeer", "cudaMemset", "cudaMemset2D",
+                        "cudaMemset3D", "cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaMalloc", "cudaMallocHost",
+                        "cudaHostAlloc", "cudaMallocManaged", "cudaHostRegister", "cudaHostUnregister", "cudaDeviceReset"})
+    if (name == b) return true;
+  return false;
+}
+
+// The blocking calls in `calls`, "cudaStreamSynchronize x3, cudaMemcpy" ("" when none).
+inline std::string blocking_calls(const cml::api::Calls& calls) {
+  std::vector<std::pair<std::string, int>> seen;
+  for (const auto& c : calls.calls) {
+    if (!is_blocking_call(c.name)) continue;
+    const std::string name = base_name(c.name);
+    bool found = false;
+    for (auto& s : seen)
+      if (s.first == name) { ++s.second; found = true; }
+    if (!found) seen.emplace_back(name, 1);
+  }
+  std::string out;
+  for (const auto& s : seen)
+    out += (out.empty() ? "" : ", ") + s.first + (s.second > 1 ? " x" + std::to_string(s.second) : "");
+  return out;
+}
+
+// How many calls of `name` (either variant) `calls` holds.
+inline int count_calls(const cml::api::Calls& calls, const std::string& name) {
+  int n = 0;
+  for (const auto& c : calls.calls) n += base_name(c.name) == name;
+  return n;
+}
+
+// While alive: if the process dies of SIGSEGV, SIGABRT or SIGBUS, writes `why` to stderr
+// first (the supervisor shows a crashed case's output), then dies as it would have.
+class CrashNote {
+ public:
+  explicit CrashNote(const std::string& why) {
+    std::strncpy(text(), why.c_str(), kSize - 2);
+    text()[kSize - 2] = '\0';
+    std::strcat(text(), "\n");
+    struct sigaction sa {};
+    sa.sa_handler = &CrashNote::on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~CrashNote() {
+    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  CrashNote(const CrashNote&) = delete;
+  CrashNote& operator=(const CrashNote&) = delete;
+
+ private:
+  static constexpr std::size_t kSize = 1024;
+  static constexpr int kSignals[3] = {SIGSEGV, SIGABRT, SIGBUS};
+  static char* text() {
+    static char buffer[kSize];
+    return buffer;
+  }
+  static void on_signal(int sig) {
+    const char* t = text();
+    const ssize_t ignored = write(STDERR_FILENO, t, std::strlen(t));
+    (void)ignored;
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+  struct sigaction old_[3] {};
+};
+
+}  // namespace cml::test
