@@ -1,6 +1,6 @@
 // Chapter 04 — global memory coalescing. THE file you edit: four steps, TODO(1) to
-// TODO(4). Every function works as shipped, but touches memory the slow way. Keep the
-// kernels' names: the tests find them by name in the compiled code.
+// TODO(4). Steps 1, 2 and 4 work as shipped, but touch memory the slow way; step 3's update
+// is yours to write. Keep the kernels' names: the tests find them in the compiled code.
 //
 //   ./lab run 04            measure your kernels against cudaMemcpy and the sector model
 //   ./lab check 04          the chapter's tests: which steps pass, and why not
@@ -13,11 +13,11 @@
 
 namespace ch04 {
 
-// TODO(1): one block cannot keep the memory system busy: launch grid_for(n) blocks of 256
-// threads and let each thread step through the array by the whole grid's width
-// (i += gridDim.x * blockDim.x), so consecutive threads always touch consecutive floats.
-// Then keep several loads in flight per thread: load four elements one grid-width apart
-// before storing any (one 4-byte load per thread leaves the H200 near 0.72 of cudaMemcpy).
+// TODO(1): copy all n floats at the speed of the memory system. Consecutive threads must
+// touch consecutive floats, every SM must have work, and one load per thread at a time is
+// not enough bytes in flight to hide DRAM's latency: the test holds your copy to the
+// chapter's plain one-float-per-thread loop (offset_copy at offset 0), measured in the same
+// run, and wants it clearly faster. Any n, including sizes far above one pass of the grid.
 __global__ void copy_coalesced_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
 }
@@ -28,9 +28,10 @@ void copy_coalesced(const float* in, float* out, std::size_t n, cudaStream_t str
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(2): move 16 bytes per thread per step: reinterpret in and out as float4 for the
-// first n / 4 groups, then copy the last n % 4 floats one by one. The compiled kernel must
-// load with LDG.E.128.
+// TODO(2): the same copy, moving 16 bytes per load and per store instruction (the tests
+// read the compiled kernel: LDG.E.128 and STG.E.128), correct for every n, also when n is
+// not a multiple of 4 and when n is far above what one pass of your grid covers. in and out
+// come from cudaMalloc. Choose the grid's shape yourself; say in a comment why.
 __global__ void copy_vectorized_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step)
@@ -43,25 +44,21 @@ void copy_vectorized(const float* in, float* out, std::size_t n, cudaStream_t st
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(3): the structure-of-arrays update: x[i] += vx[i] * dt, and y, z likewise, with a
-// grid-stride loop over grid_for(n) blocks. As shipped it runs on one block.
-__global__ void advance_soa_kernel(ParticlesSoA p, std::size_t n, float dt) {
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
-    p.x[i] += p.vx[i] * dt;
-    p.y[i] += p.vy[i] * dt;
-    p.z[i] += p.vz[i] * dt;
-  }
-}
+// TODO(3): the particles' update, over arrays instead of records. The records version is
+// given: advance_aos_kernel in coalescing_support.cu moves each particle by its velocity
+// times dt, reading whole 64-byte Particle records. Write the same update over
+// ParticlesSoA (one array per field, coalescing.cuh) so that a warp reads only the bytes it
+// uses, for any n, at least 1.5x faster than the records version; and launch it.
+__global__ void advance_soa_kernel([[maybe_unused]] ParticlesSoA p, [[maybe_unused]] std::size_t n,
+                                   [[maybe_unused]] float dt) {}
 
-void advance_soa(ParticlesSoA p, std::size_t n, float dt, cudaStream_t stream) {
-  if (n == 0) return;
-  advance_soa_kernel<<<1, 256, 0, stream>>>(p, n, dt);
-  CUDA_CHECK_LAUNCH();
-}
+void advance_soa([[maybe_unused]] ParticlesSoA p, [[maybe_unused]] std::size_t n, [[maybe_unused]] float dt,
+                 [[maybe_unused]] cudaStream_t stream) {}
 
-// TODO(4): each thread scales its own run of 32 consecutive floats, so at every step a
-// warp's loads are 128 bytes apart: 32 sectors per request where 4 would do. Change which
-// thread reads what: consecutive threads, consecutive elements (a grid-stride loop).
+// TODO(4): each thread scales its own run of 32 consecutive floats. Measure what a warp's
+// request costs (./lab run 04, the sector model in docs/04) and change which thread reads
+// what, so that scale runs as fast as the chapter's plain coalesced copy over the same
+// bytes and Nsight Compute counts about 4 sectors per request.
 constexpr std::size_t kRun = 32;
 
 __global__ void scale_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n, float factor) {

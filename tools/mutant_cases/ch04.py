@@ -3,20 +3,62 @@ from . import Mutant
 
 CHAPTER = "04_coalescing"
 
+VEC_BODY = ("  if (i < groups) {\n"
+            "    reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];\n")
+VEC_GRID = "  const std::size_t blocks = (threads + 255) / 256;  // < 2^31 - 1 for any n cudaMalloc can hold\n"
+PLAIN_LOOP = ("  for (; i + (kInFlight - 1) * step < n; i += kInFlight * step) {")
+
 MUTANTS = [
+    # Step 1.
     Mutant("one block",
      [("copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>", "copy_coalesced_kernel<<<1, 256, 0, stream>>>")],
-     "[step1][perf]", "want 0.7: launch grid_for"),
+     "[step1][perf]", "want at least"),
+    Mutant("the plain grid-stride loop: one load in flight",
+     [(PLAIN_LOOP, "  for (; false;) {")], "[step1][perf]", "several loads in flight"),
+    Mutant("the copy done by cudaMemcpyAsync",
+     [("  copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>(in, out, n);\n",
+       "  CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));\n")],
+     "[step1][mechanism]", "want one launch of copy_coalesced_kernel"),
+    Mutant("exercise.cu includes the solution",
+     [('#include "coalescing.cuh"\n', '#include "../../solutions/04_coalescing/exercise.cu"  // the cheat\n#if 0\n'),
+      ("}  // namespace ch04\n", "}  // namespace ch04\n#endif\n")],
+     "[step1][mechanism]", "includes the solution"),
+    Mutant("special-cased sizes: stops at 2^20 + 8 floats",
+     [("  copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>(in, out, n);",
+       "  n = n < (std::size_t{1} << 20) + 8 ? n : (std::size_t{1} << 20) + 8;\n"
+       "  copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>(in, out, n);")],
+     "[step1][correctness]", "first mismatch"),
+    # Step 2.
     Mutant("float4 built from four float loads",
-     [("  const auto* in4 = reinterpret_cast<const float4*>(in);",
-       "  const auto in4 = [in](std::size_t g) {\n"
-       "    return make_float4(in[4 * g], in[4 * g + 1], in[4 * g + 2], in[4 * g + 3]);\n  };"),
-      ("v[u] = in4[i + u * step];", "v[u] = in4(i + u * step);"),
-      ("out4[i] = in4[i];", "out4[i] = in4(i);")],
-     "[step2][mechanism]", "load float4 through"),
+     [("    reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];",
+       "    reinterpret_cast<float4*>(out)[i] = make_float4(in[4 * i], in[4 * i + 1], in[4 * i + 2], in[4 * i + 3]);")],
+     "[step2][mechanism]", "load 16 bytes per instruction"),
+    Mutant("float4 loads, float stores",
+     [("    reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];",
+       "    const float4 v = reinterpret_cast<const float4*>(in)[i];\n"
+       "    out[4 * i] = v.x; out[4 * i + 1] = v.y; out[4 * i + 2] = v.z; out[4 * i + 3] = v.w;")],
+     "[step2][mechanism]", "store 16 bytes per instruction"),
+    Mutant("no tail",
+     [("    if (tail < n) out[tail] = in[tail];", "    (void)tail;")],
+     "[step2][correctness]", "tail"),
+    Mutant("neither a loop nor a covering grid",
+     [(VEC_GRID, "  const std::size_t blocks = grid_for(threads);\n")],
+     "[step2][correctness]", "past one pass of the grid"),
+    Mutant("the checked kernel is not the one that runs",
+     [("__global__ void copy_vectorized_kernel(",
+       "__global__ void copy_plain(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {\n"
+       "  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n"
+       "  if (i < n) out[i] = in[i];\n}\n\n__global__ void copy_vectorized_kernel("),
+      ("  copy_vectorized_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(in, out, n);",
+       "  (void)blocks;\n  copy_plain<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(in, out, n);")],
+     "[step2][mechanism]", "want one launch of copy_vectorized_kernel"),
+    # Step 3.
     Mutant("arrays updated by one block",
      [("advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>", "advance_soa_kernel<<<1, 256, 0, stream>>>")],
-     "[step3][perf]", "want 1.5x"),
+     "[step3][perf]", "from every SM"),
+    Mutant("one axis forgotten",
+     [("    p.z[i] += p.vz[i] * dt;\n", "")], "[step3][correctness]", "z: "),
+    # Step 4.
     Mutant("a run of 32 elements per thread",
      [("  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step)\n"
        "    out[i] = in[i] * factor;",
