@@ -1,4 +1,4 @@
-// Chapter 01 — host<->device transfers. THE file you edit: four steps, TODO(1) to TODO(4).
+// Chapter 01 — host<->device transfers. THE file you edit: three steps, TODO(1) to TODO(3).
 // Each function below runs as shipped, but the slow way; make it fast the way the step says.
 //
 //   ./lab run 01          build and run the chapter program with your code
@@ -15,9 +15,13 @@
 
 namespace ch01 {
 
-// TODO(1): allocate page-locked host memory, so the copy engines can read it directly
-// (cudaMallocHost or cudaHostAlloc), and free it with the matching call. Plain malloc
-// gives pageable memory: every copy from it is staged through a driver buffer first.
+// TODO(1): host memory the copy engines read and write directly, so a copy from it needs no
+// staging through a driver buffer and a cudaMemcpyAsync with it returns at once. Two ways
+// to get it: a new buffer (allocate_pinned, released by free_pinned) and a buffer the
+// program already has, made so in place with no new buffer and no copy (pin_existing,
+// undone by unpin_existing: afterwards it is ordinary memory again). Whatever you lock,
+// you unlock with the call that matches how you locked it.
+// As shipped, every buffer is pageable and pinning does nothing.
 void* allocate_pinned(std::size_t bytes) {
   void* p = std::malloc(bytes);
   if (p == nullptr) throw std::bad_alloc();
@@ -26,17 +30,15 @@ void* allocate_pinned(std::size_t bytes) {
 
 void free_pinned(void* p) { std::free(p); }
 
-// TODO(2): page-lock the existing range [p, p + bytes) in place, and undo it in
-// unpin_existing. No new buffer, no extra copy: the memory the program already has
-// becomes as fast to copy from as step 1's.
 void pin_existing([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) {}
 
 void unpin_existing([[maybe_unused]] void* p) {}
 
-// TODO(3): send all pieces with ONE host-to-device copy: pack them one after the other
-// into staging.host (pinned), copy the packed bytes to staging.device once, then scatter
-// them on the GPU with launch_unpack(staging.device, batch, stream). Each copy call costs
-// microseconds of fixed overhead whatever its size; as shipped, this pays it per piece.
+// TODO(2): every piece must arrive at its device offset, and the host pays the fixed cost
+// of a copy call (microseconds, whatever the size) as few times as it can: not once per
+// piece. You have a pinned staging buffer on each side, and launch_unpack scatters packed
+// pieces on the GPU. Everything is enqueued on `stream`, nothing waits for the GPU, and the
+// caller synchronises. As shipped, it makes one copy per piece.
 void send_batched(const PieceBatch& batch, [[maybe_unused]] const Staging& staging,
                   cudaStream_t stream) {
   for (std::size_t i = 0; i < batch.count; ++i)
@@ -45,9 +47,10 @@ void send_batched(const PieceBatch& batch, [[maybe_unused]] const Staging& stagi
                                cudaMemcpyHostToDevice, stream));
 }
 
-// TODO(4): zero-copy. Allocate mapped pinned memory (cudaHostAlloc with
-// cudaHostAllocMapped) and get the device's view of it (cudaHostGetDevicePointer): a kernel
-// then reads the host's bytes over the bus, and prepare_for_device has nothing to copy.
+// TODO(3): zero-copy: a kernel reads the host's bytes where they are, over the bus, so
+// nothing is copied before it runs and nothing is allocated on the device. Decide what
+// allocate_zero_copy must give the host and the device, what prepare_for_device still has
+// to do, and what free_zero_copy releases.
 // As shipped, the data lives twice (host and device) and is copied before every use.
 ZeroCopy allocate_zero_copy(std::size_t bytes) {
   ZeroCopy buffer;

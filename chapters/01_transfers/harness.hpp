@@ -1,6 +1,6 @@
 // Chapter 01 — what the program (main.cu) and the tests share: owners of what the learner's
 // functions allocate, released by the learner's own release functions; the byte pattern a
-// copy must deliver and the round trip that checks it; step 3's batch of small pieces; step 4's
+// copy must deliver and the round trip that checks it; step 2's batch of small pieces; step 3's
 // sums over mapped memory.
 #pragma once
 
@@ -33,7 +33,7 @@ struct LearnerPinned {
   std::byte* p;
 };
 
-// A plain host buffer pinned in place by pin_existing (step 2), released by unpin_existing.
+// A plain host buffer pinned in place by pin_existing (step 1), released by unpin_existing.
 struct LearnerRegistered {
   explicit LearnerRegistered(std::size_t n) : storage(new std::byte[n]) {
     std::memset(storage.get(), 0, n);  // touch every page before pinning it
@@ -46,7 +46,7 @@ struct LearnerRegistered {
   std::unique_ptr<std::byte[]> storage;
 };
 
-// allocate_zero_copy's buffer (step 4), freed by free_zero_copy.
+// allocate_zero_copy's buffer (step 3), freed by free_zero_copy.
 struct LearnerZeroCopy {
   explicit LearnerZeroCopy(std::size_t n) : z(allocate_zero_copy(n)) {}
   ~LearnerZeroCopy() { cml::release_noexcept([&] { free_zero_copy(z); }, "free_zero_copy"); }
@@ -83,7 +83,7 @@ inline cml::VerifyResult round_trip(std::byte* host, std::byte* device, const st
   return cml::compare_exact(host, want.data(), n);
 }
 
-// ---- Step 3's batch ---------------------------------------------------------------------
+// ---- Step 2's batch ---------------------------------------------------------------------
 
 // `count` pieces scattered in a pinned host arena (gaps between them, not all aligned),
 // landing at shuffled device offsets, with the device image they must produce.
@@ -135,7 +135,7 @@ struct PieceSet {
   Staging staging;
 };
 
-// ---- Step 4's sums ----------------------------------------------------------------------
+// ---- Step 3's sums ----------------------------------------------------------------------
 
 // Fills n words with a seeded pattern and returns their sum (what launch_sum must find).
 inline unsigned long long fill_words(std::uint32_t* words, std::size_t n, unsigned seed) {
@@ -145,7 +145,7 @@ inline unsigned long long fill_words(std::uint32_t* words, std::size_t n, unsign
   return sum;
 }
 
-// Enqueues step 4's read on `stream`: clear *sum, prepare_for_device, then `reads` passes of
+// Enqueues step 3's read on `stream`: clear *sum, prepare_for_device, then `reads` passes of
 // launch_sum over the n mapped words of `zc` (every `stride`-th word).
 inline void sum_zero_copy(const ZeroCopy& zc, std::size_t n, std::size_t stride, int reads,
                           unsigned long long* sum, cudaStream_t stream) {

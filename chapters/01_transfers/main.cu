@@ -1,5 +1,5 @@
 // Chapter 01 — host<->device transfers (CUDA C++ Best Practices Guide §9.1).
-// Measures what the four steps of exercise.cu change: pageable vs pinned vs registered
+// Measures what the three steps of exercise.cu change: pageable vs pinned vs registered
 // bandwidth over sizes, many small copies vs one batched copy, and zero-copy reads.
 //
 //   ./lab run 01                       everything, with your exercise.cu

@@ -43,7 +43,7 @@ class SplitCopy {
   cml::Event start_{cudaEventDisableTiming};
 };
 
-// Step 4's alternative, enqueued on `stream`: clear *sum, copy n words from `pinned` to
+// Step 3's alternative, enqueued on `stream`: clear *sum, copy n words from `pinned` to
 // `device`, then `reads` passes of launch_sum over every `stride`-th word of the copy.
 void copy_then_sum(std::uint32_t* device, const std::uint32_t* pinned, std::size_t n, std::size_t stride, int reads,
                    unsigned long long* sum, cudaStream_t stream);

@@ -1,5 +1,5 @@
 // Chapter 01 — host<->device transfers: the API that exercise.cu implements (the learner's
-// part, steps 1-4) and the pieces the chapter provides around it (kernels, baselines).
+// part, steps 1-3) and the pieces the chapter provides around it (kernels, baselines).
 // main.cu, the tests and the solution all include this file.
 #pragma once
 
@@ -10,18 +10,18 @@
 
 namespace ch01 {
 
-// ---- Step 1: page-locked (pinned) host memory ----------------------------------------
-// A buffer the copy engines can read and write directly by DMA: no staging through the
-// driver's own pinned buffer, and copies from it can be asynchronous.
+// ---- Step 1: page-locked (pinned) host memory, new or in place --------------------------
+// A buffer of `bytes` bytes the copy engines can read and write directly by DMA: no staging
+// through the driver's own pinned buffer, and copies with it are asynchronous. free_pinned
+// releases it (it stays locked until then).
 void* allocate_pinned(std::size_t bytes);
 void free_pinned(void* p);
-
-// ---- Step 2: pin memory you already have -----------------------------------------------
-// Page-lock an existing host range in place (no new buffer, no extra copy), and undo it.
+// Page-lock the existing host range [p, p + bytes) in place (no new buffer, no extra copy);
+// unpin_existing undoes it: the range is pageable again and the program still owns it.
 void pin_existing(void* p, std::size_t bytes);
 void unpin_existing(void* p);
 
-// ---- Step 3: batch many small transfers into one ---------------------------------------
+// ---- Step 2: batch many small transfers into one ---------------------------------------
 // `count` pieces of `piece_bytes` each. Piece i starts at host_base + host_offsets[i] and
 // must land at device_base + device_offsets[i]. The host array lies in pinned memory, so
 // the one-by-one baselines get their best case: the difference is the cost per call.
@@ -44,15 +44,16 @@ struct Staging {
 };
 
 // The learner's batched send: enqueue on `stream` everything that makes every piece arrive
-// at its device offset. The caller synchronises.
+// at its device offset. Only enqueues: nothing waits for the GPU; the caller synchronises.
+// `staging` may be used freely (its previous contents are not needed).
 void send_batched(const PieceBatch& batch, const Staging& staging, cudaStream_t stream);
 
 // Provided: scatter `count` packed pieces from `packed` (device) to their device offsets.
 void launch_unpack(const std::byte* packed, const PieceBatch& batch, cudaStream_t stream);
 
-// ---- Step 4: zero-copy (mapped pinned memory) ----------------------------------------
+// ---- Step 3: zero-copy (mapped pinned memory) ----------------------------------------
 // A host buffer the GPU reads over the bus, with no copy: `host` for the CPU, `device` for
-// kernels (the same bytes).
+// kernels (the same bytes), and no device allocation. free_zero_copy releases all of it.
 struct ZeroCopy {
   void* host = nullptr;
   void* device = nullptr;
@@ -60,13 +61,13 @@ struct ZeroCopy {
 };
 ZeroCopy allocate_zero_copy(std::size_t bytes);
 // Whatever must happen, after the host wrote `host`, before a kernel on `stream` reads
-// `device`. With zero-copy that is nothing at all.
+// `device`; it only enqueues (never waits for the GPU). With zero-copy that is nothing.
 void prepare_for_device(const ZeroCopy& buffer, cudaStream_t stream);
 void free_zero_copy(ZeroCopy& buffer);
 
 // ---- Provided by the chapter (transfers_support.cu) ------------------------------------
 
-// The baselines step 3 is measured against: one cudaMemcpy per piece (each waits for the
+// The baselines step 2 is measured against: one cudaMemcpy per piece (each waits for the
 // copy), or one cudaMemcpyAsync per piece back to back.
 void send_one_by_one(const PieceBatch& batch, cudaStream_t stream, bool synchronous);
 // CUDA's own batching: one cudaMemcpyBatchAsync call for all pieces.

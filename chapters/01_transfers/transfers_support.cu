@@ -1,8 +1,10 @@
 // Chapter 01 — the parts the chapter provides: the unpack and sum kernels, and the
-// one-by-one baselines step 3 is measured against. The learner does not edit this file.
+// one-by-one baselines step 2 is measured against. The learner does not edit this file.
 #include "transfers.cuh"
 
 #include "cml/errors.hpp"
+
+#include <cuda_runtime_api.h>  // CUDART_VERSION
 
 #include <cstdint>
 #include <vector>
@@ -90,12 +92,30 @@ void send_memcpy_batch(const PieceBatch& batch, cudaStream_t stream) {
     dsts[i] = batch.device_base + batch.device_offsets_host[i];
     srcs[i] = batch.host_base + batch.host_offsets[i];
   }
+#if CUDART_VERSION >= 12080
   // One attribute for all copies: the sources are read in stream order.
   cudaMemcpyAttributes attr{};
   attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
   std::size_t attr_index = 0;
+#endif
+#if CUDART_VERSION >= 13000
+  // CUDA 13: (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+  // cudaMemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, cudaStream_t).
   CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), batch.count, &attr,
                                   &attr_index, 1, stream));
+#elif CUDART_VERSION >= 12080
+  // CUDA 12.8 and 12.9: the sources are `void**` (not const), and a `size_t* failIdx` (the
+  // index of the copy that failed, if one did) comes before the stream.
+  std::vector<void*> mutable_srcs(batch.count);
+  for (std::size_t i = 0; i < batch.count; ++i) mutable_srcs[i] = const_cast<void*>(srcs[i]);
+  std::size_t fail_index = 0;
+  CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), mutable_srcs.data(), sizes.data(), batch.count, &attr,
+                                  &attr_index, 1, &fail_index, stream));
+#else
+  // Before CUDA 12.8 there is no batch call: the same copies one by one, in stream order.
+  for (std::size_t i = 0; i < batch.count; ++i)
+    CUDA_CHECK(cudaMemcpyAsync(dsts[i], srcs[i], sizes[i], cudaMemcpyHostToDevice, stream));
+#endif
 }
 
 }  // namespace ch01

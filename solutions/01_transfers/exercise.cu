@@ -14,6 +14,8 @@ namespace ch01 {
 
 // Step 1: cudaMallocHost page-locks the memory, so the copy engine reads it by DMA
 // directly; pageable memory is first copied by the driver into a pinned bounce buffer.
+// The pages stay locked until cudaFreeHost: free() on them is undefined (they did not come
+// from malloc), and cudaFree refuses them (they are not device memory).
 void* allocate_pinned(std::size_t bytes) {
   void* p = nullptr;
   CUDA_CHECK(cudaMallocHost(&p, bytes));
@@ -22,7 +24,7 @@ void* allocate_pinned(std::size_t bytes) {
 
 void free_pinned(void* p) { CUDA_CHECK(cudaFreeHost(p)); }
 
-// Step 2: cudaHostRegister pins pages the program already owns. Registering is a heavy
+// Step 1, in place: cudaHostRegister pins pages the program already owns. Registering is a heavy
 // call (the OS locks every page): do it once for a buffer that is copied many times.
 void pin_existing(void* p, std::size_t bytes) {
   CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
@@ -30,7 +32,7 @@ void pin_existing(void* p, std::size_t bytes) {
 
 void unpin_existing(void* p) { CUDA_CHECK(cudaHostUnregister(p)); }
 
-// Step 3: pack, copy, unpack on the GPU. Packing is a host memcpy, and one core copies
+// Step 2: pack, copy, unpack on the GPU. Packing is a host memcpy, and one core copies
 // far less than the bus carries (about 7 GB/s on the H200 machine, against 55 GB/s over
 // PCIe); so the pieces are split among the threads of a pool that stays alive between
 // calls (starting threads per call cost more than it saved), and each thread issues the
@@ -69,7 +71,7 @@ void send_batched(const PieceBatch& batch, const Staging& staging, cudaStream_t 
   launch_unpack(staging.device, batch, stream);
 }
 
-// Step 4: mapped pinned memory. The kernel's loads travel over PCIe to host memory, so
+// Step 3: mapped pinned memory. The kernel's loads travel over PCIe to host memory, so
 // there is nothing to copy beforehand, and nothing to free on the device.
 ZeroCopy allocate_zero_copy(std::size_t bytes) {
   ZeroCopy buffer;

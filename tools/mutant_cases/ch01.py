@@ -1,25 +1,99 @@
-"""Chapter 01's mutants: see tools/mutants.py."""
+"""Chapter 01's mutants: see tools/mutants.py. Each is a mistake a learner makes, put back
+into the solution; the test named by its tag must fail with the message that names it."""
 from . import Mutant
 
 CHAPTER = "01_transfers"
 
+ALLOC = "  CUDA_CHECK(cudaMallocHost(&p, bytes));\n  return p;"
+FREE = "void free_pinned(void* p) { CUDA_CHECK(cudaFreeHost(p)); }"
+CSTDLIB = ("#include <cstring>\n", "#include <cstdlib>\n#include <cstring>\n")  # for the malloc/free mutants
+REGISTER = "  CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));\n"
+UNREGISTER = "void unpin_existing(void* p) { CUDA_CHECK(cudaHostUnregister(p)); }"
+PACKED_COPY = ("    CUDA_CHECK(cudaMemcpyAsync(staging.device + offset, staging.host + offset,\n"
+               "                               (end - begin) * batch.piece_bytes, cudaMemcpyHostToDevice, stream));")
+UNPACK = "  launch_unpack(staging.device, batch, stream);\n}"
+PREPARE = ("void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,\n"
+           "                        [[maybe_unused]] cudaStream_t stream) {}")
+
 MUTANTS = [
+    # ---- step 1: pinned memory, new and in place ------------------------------------
+    Mutant("pageable allocate_pinned",
+           [CSTDLIB, (ALLOC, "  p = std::malloc(bytes);\n  return p;"), (FREE, "void free_pinned(void* p) { std::free(p); }")],
+           "[step1][mechanism]", "allocate_pinned returned pageable memory"),
+    Mutant("pageable allocate_pinned: the round trip waits",
+           [CSTDLIB, (ALLOC, "  p = std::malloc(bytes);\n  return p;"), (FREE, "void free_pinned(void* p) { std::free(p); }")],
+           "[step1][correctness]", "waited for the work queued before it"),
+    Mutant("free_pinned with cudaFree",
+           [(FREE, "void free_pinned(void* p) { CUDA_CHECK(cudaFree(p)); }")],
+           "[step1][mechanism]", "free_pinned made 0 cudaFreeHost and 1 cudaFree"),
+    Mutant("free_pinned left empty",
+           [(FREE, "void free_pinned(void* p) { (void)p; }")],
+           "[step1][mechanism]", "free_pinned made 0 cudaFreeHost"),
+    # A mismatched free may abort the process (glibc: free(): invalid pointer): the crash
+    # note names the cause; if it does not crash, the callback trace does.
+    Mutant("free_pinned with free() (mismatched free)",
+           [CSTDLIB, (FREE, "void free_pinned(void* p) { std::free(p); }")],
+           "[step1][mechanism]", "cudaFreeHost"),
+    Mutant("pin_existing does nothing",
+           [(REGISTER, "  (void)p;\n  (void)bytes;\n")],
+           "[step1][mechanism]", "after pin_existing the buffer is still pageable"),
+    Mutant("pin_existing does nothing: the round trip waits",
+           [(REGISTER, "  (void)p;\n  (void)bytes;\n")],
+           "[step1][correctness]", "the buffer is still pageable"),
+    Mutant("unpin_existing does nothing",
+           [(UNREGISTER, "void unpin_existing(void* p) { (void)p; }")],
+           "[step1][mechanism]", "unpin_existing made 0 cudaHostUnregister"),
+    # ---- step 2: batching ----------------------------------------------------------
     Mutant("one copy per piece",
-     [("  launch_unpack(staging.device, batch, stream);\n}",
+     [(UNPACK,
        "  launch_unpack(staging.device, batch, stream);\n  for (std::size_t i = 0; i < batch.count; ++i)\n"
        "    CUDA_CHECK(cudaMemcpyAsync(batch.device_base + batch.device_offsets_host[i], batch.host_base + "
        "batch.host_offsets[i], batch.piece_bytes, cudaMemcpyHostToDevice, stream));\n}")],
-     "[step3][mechanism]", "host-to-device copies"),
+     "[step2][mechanism]", "host-to-device copies"),
+    Mutant("packed copy on the legacy stream",
+           [(PACKED_COPY, PACKED_COPY.replace("cudaMemcpyHostToDevice, stream)", "cudaMemcpyHostToDevice, nullptr)"))],
+           "[step2][mechanism]", "another stream than the one it was given"),
+    Mutant("synchronises before returning",
+           [(UNPACK, "  launch_unpack(staging.device, batch, stream);\n  CUDA_CHECK(cudaStreamSynchronize(stream));\n}")],
+           "[step2][mechanism]", "calls that wait for the GPU: cudaStreamSynchronize"),
+    Mutant("synchronous packed copy",
+           [(PACKED_COPY, "    CUDA_CHECK(cudaMemcpy(staging.device + offset, staging.host + offset,\n"
+                          "                          (end - begin) * batch.piece_bytes, cudaMemcpyHostToDevice));")],
+           "[step2][mechanism]", "calls that wait for the GPU: cudaMemcpy"),
+    # Cheating the copy count: one packed copy, then device-to-device copies per piece
+    # instead of the unpack kernel.
+    Mutant("scatter with device-to-device copies instead of launch_unpack",
+           [(UNPACK, "  for (std::size_t i = 0; i < batch.count; ++i)\n"
+                     "    CUDA_CHECK(cudaMemcpyAsync(batch.device_base + batch.device_offsets_host[i], staging.device + "
+                     "i * batch.piece_bytes, batch.piece_bytes, cudaMemcpyDeviceToDevice, stream));\n}")],
+           "[step2][mechanism]", "unpack kernel(s)"),
+    Mutant("pieces packed from the wrong offset",
+           [("batch.host_base + batch.host_offsets[i],\n", "batch.host_base + i * batch.piece_bytes,\n")],
+           "[step2][correctness]", "piece i goes from"),
+    # ---- step 3: zero-copy -----------------------------------------------------------
     Mutant("zero-copy that copies anyway",
-     [("void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,\n                        [[maybe_unused]] cudaStream_t stream) {}",
+     [(PREPARE,
        "void prepare_for_device(const ZeroCopy& buffer, cudaStream_t stream) {\n"
        "  static void* scratch = nullptr;\n  if (!scratch) CUDA_CHECK(cudaMalloc(&scratch, buffer.bytes));\n"
        "  CUDA_CHECK(cudaMemcpyAsync(scratch, buffer.host, buffer.bytes, cudaMemcpyHostToDevice, stream));\n}")],
-     "[step4][mechanism]", "nothing to copy"),
+     "[step3][mechanism]", "nothing to copy"),
+    Mutant("prepare_for_device waits",
+           [(PREPARE, "void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer, cudaStream_t stream) {\n"
+                      "  CUDA_CHECK(cudaStreamSynchronize(stream));\n}")],
+           "[step3][mechanism]", "prepare_for_device made calls that wait for the GPU"),
+    Mutant("a device buffer allocated anyway",
+           [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
+             "  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n"
+             "  void* spare = nullptr;\n  CUDA_CHECK(cudaMalloc(&spare, bytes));\n  CUDA_CHECK(cudaFree(spare));\n")],
+           "[step3][mechanism]", "allocate_zero_copy called cudaMalloc 1"),
+    Mutant("free_zero_copy with cudaFree",
+           [("  CUDA_CHECK(cudaFreeHost(buffer.host));\n  buffer = ZeroCopy{};",
+             "  CUDA_CHECK(cudaFree(buffer.host));\n  buffer = ZeroCopy{};")],
+           "[step3][mechanism]", "free_zero_copy made 0 cudaFreeHost"),
     # The watchdog's: the kernel reads the mapped buffer through a null pointer, a sticky
     # error that used to fail every later case of the executable too.
     Mutant("illegal address: no device view of the mapped buffer",
            [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
              "  buffer.device = nullptr;  // forgotten: cudaHostGetDevicePointer\n")],
-           "[step4]", "step 4 hit a sticky CUDA error", whole=True),
+           "[step3]", "step 3 hit a sticky CUDA error", whole=True),
 ]
