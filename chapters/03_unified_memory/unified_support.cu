@@ -64,8 +64,16 @@ void launch(const Lane& lane, int round) {
   }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, lane.device));
+  std::size_t cap = static_cast<std::size_t>(sms) * 8;
+  if (delay_ns > 0) {
+    // Every block resident at once, so that the kernel waits delay_ns once, not once per
+    // wave of blocks: the tests compare the host's wait with the delays they asked for.
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gpu_step, 256, 0));
+    if (per_sm > 0 && static_cast<std::size_t>(per_sm) * sms < cap) cap = static_cast<std::size_t>(per_sm) * sms;
+  }
   const std::size_t needed = (lane.n + 255) / 256;
-  const unsigned blocks = static_cast<unsigned>(needed < static_cast<std::size_t>(sms) * 8 ? needed : sms * 8);
+  const unsigned blocks = static_cast<unsigned>(needed < cap ? needed : cap);
   gpu_step<<<blocks == 0 ? 1 : blocks, 256, 0, lane.stream>>>(lane.data, lane.n, lane.table, lane.table_n,
                                                                static_cast<unsigned>(round), delay_ns,
                                                                finished, blocks_done);

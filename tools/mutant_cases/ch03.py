@@ -9,22 +9,23 @@ WAIT = ("    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done
 THREAD = ('#include "cml/errors.hpp"\n', '#include "cml/errors.hpp"\n\n#include <chrono>\n#include <thread>\n')
 ATTACH = "  CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));\n"
 ADVISE = "CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly,"
-TO_CPU = ("  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n")
+TO_CPU = ("  cudaMemLocation host{};\n  host.type = cudaMemLocationTypeHost;\n"
+          "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n")
 TO_GPU = ("  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), on_device(lane.device), 0, "
           "lane.stream));\n")
 
 MUTANTS = [
     # Step 1: the round and its wait.
     Mutant("no wait: the host steps at once",
-           [(WAIT, "")], "[step1]", "still running"),
+           [(WAIT, "    (void)signal;\n")], "[step1]", "still running"),
     Mutant("a short fixed pause instead of a wait",
-           [THREAD, (WAIT, "    std::this_thread::sleep_for(std::chrono::milliseconds(20));\n")],
+           [THREAD, (WAIT, "    (void)signal;\n    std::this_thread::sleep_for(std::chrono::milliseconds(20));\n")],
            "[step1]", "still running"),
     Mutant("a long fixed pause instead of a wait",
-           [THREAD, (WAIT, "    std::this_thread::sleep_for(std::chrono::milliseconds(130));\n")],
+           [THREAD, (WAIT, "    (void)signal;\n    std::this_thread::sleep_for(std::chrono::milliseconds(130));\n")],
            "[step1]", "A fixed pause is not a wait"),
     Mutant("waits for the whole device",
-           [(WAIT, "    CUDA_CHECK(cudaDeviceSynchronize());\n")], "[step1]", "waits for every lane's stream"),
+           [(WAIT, "    (void)signal;\n    CUDA_CHECK(cudaDeviceSynchronize());\n")], "[step1]", "waits for every lane's stream"),
     Mutant("the GPU step computed on the host",
            [("    launch_gpu_step(lane, r);\n",
              "    for (std::size_t i = 0; i < lane.n; ++i)\n"
@@ -41,8 +42,9 @@ MUTANTS = [
     Mutant("attached for every stream",
            [(ATTACH, ATTACH.replace("cudaMemAttachSingle", "cudaMemAttachGlobal"))],
            "[step2][mechanism]", "the attach flag"),
-    Mutant("attached to the legacy stream",
-           [(ATTACH, ATTACH.replace("(lane.stream,", "(0,"))], "[step2][mechanism]", "not to lane.stream"),
+    Mutant("attached to the per-thread default stream",
+           [(ATTACH, ATTACH.replace("(lane.stream,", "(cudaStreamPerThread,"))], "[step2][mechanism]",
+           "not to lane.stream"),
     Mutant("attached after the first kernel",
            [(ATTACH, ""),
             ("    launch_gpu_step(lane, r);\n",
@@ -80,7 +82,7 @@ MUTANTS = [
            "[step3][mechanism]", "cudaLaunchHostFunc call(s) for"),
     # Step 4: prefetch and advice.
     Mutant("no prefetch back to the CPU",
-           [(TO_CPU, "  (void)host;\n")], "[step4][mechanism]", "faulted the data back"),
+           [(TO_CPU, "  (void)lane;\n")], "[step4][mechanism]", "faulted the data back"),
     Mutant("no prefetch to the GPU",
            [(TO_GPU, "  (void)lane;\n")], "[step4][mechanism]", "reached the GPU by page faults"),
     Mutant("prefetch to the GPU on a stream of its own",
