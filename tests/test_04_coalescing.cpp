@@ -58,8 +58,7 @@ std::size_t one_pass_threads() { return static_cast<std::size_t>(ch04::grid_for(
 
 // The copy's kernels as CUPTI saw them: the launcher must run the named kernel, once, and
 // nothing else (no cudaMemcpy, no memset, no helper kernel). "" when so.
-std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)>& launch, std::size_t n) {
-  const ch04::Arrays a(n + 64);
+std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)>& launch) {
   cml::Stream s;
   CUDA_CHECK(cudaDeviceSynchronize());
   cml::trace::Recorder recorder;
@@ -177,7 +176,7 @@ TEST_CASE("step 1: exercise.cu is the learner's own, and the copy runs in copy_c
   const std::size_t n = jitter(1u << 20);
   const ch04::Arrays a(n);
   const std::string why =
-      runs_only("copy_coalesced_kernel", [&](cudaStream_t s) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, s); }, n);
+      runs_only("copy_coalesced_kernel", [&](cudaStream_t s) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, s); });
   INFO(why << " (step 1)");
   CHECK(why.empty());
 }
@@ -240,7 +239,7 @@ TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruct
   const std::size_t n = jitter(1u << 20);
   const ch04::Arrays a(n);
   const std::string why = runs_only(
-      "copy_vectorized_kernel", [&](cudaStream_t s) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, s); }, n);
+      "copy_vectorized_kernel", [&](cudaStream_t s) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, s); });
   INFO(why << " (step 2)");
   CHECK(why.empty());
 }
@@ -261,6 +260,17 @@ TEST_CASE("step 3: advance_soa moves every particle exactly as the records versi
       CHECK(r.ok);
     }
   }
+}
+
+TEST_CASE("step 3: the update runs in advance_soa_kernel, on the GPU", "[ch04][step3][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  const std::size_t n = jitter(100003);
+  const ch04::Particles p(n);
+  const std::string why =
+      runs_only("advance_soa_kernel", [&](cudaStream_t s) { ch04::advance_soa(p.soa, n, 0.5f, s); });
+  INFO(why << " (step 3)");
+  CHECK(why.empty());
 }
 
 TEST_CASE("step 3: the arrays version is much faster than the records version", "[ch04][step3][perf]") {
@@ -285,6 +295,17 @@ TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch
   check_elementwise({1, 33, jitter((1u << 20) + 5), jitter(3 * one_pass_threads())},
                     [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 3.0f, s); },
                     [](float x) { return x * 3.0f; });
+}
+
+TEST_CASE("step 4: scale runs in scale_kernel, on the GPU", "[ch04][step4][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  const std::size_t n = jitter(1u << 20);
+  const ch04::Arrays a(n);
+  const std::string why = runs_only(
+      "scale_kernel", [&](cudaStream_t s) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s); });
+  INFO(why << " (step 4)");
+  CHECK(why.empty());
 }
 
 // scale moves the same bytes as the chapter's own one-float-per-thread coalesced copy
