@@ -31,6 +31,9 @@ using cml::test::is_pinned;
 using cml::trace::CopyKind;
 using cml::trace::MemoryKind;
 
+// Defined by the solution's exercise.cu only (weak: absent, its address is null).
+extern "C" __attribute__((weak)) const int cml_ch01_solution_tu;
+
 namespace {
 
 // PROVISIONAL: to be set from five runs each side on the GPU. 64 MiB host-to-device,
@@ -551,4 +554,17 @@ TEST_CASE("step 2: measure both sides of the speed bars", "[ch01][step2][.measur
   }
   std::fflush(stdout);
   SUCCEED();
+}
+
+// ---- Your own work ----------------------------------------------------------------------
+
+TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build", "[ch01][step1][integrity]") {
+  if (!cml::test::learner_build()) {
+    SUCCEED("the solution's own build");
+    return;
+  }
+  INFO("your build contains the solution's exercise.cu (its marker symbol cml_ch01_solution_tu): an exercise.cu "
+       "that includes or copies solutions/01_transfers/exercise.cu teaches nothing; write the steps yourself "
+       "(./lab hint 01)");
+  CHECK(&cml_ch01_solution_tu == nullptr);
 }

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -32,6 +33,9 @@
 using cml::test::is_pinned;
 using cml::trace::CopyKind;
 using cml::trace::MemoryKind;
+
+// Defined by the solution's exercise.cu only (weak: absent, its address is null).
+extern "C" __attribute__((weak)) const int cml_ch02_solution_tu;
 
 namespace {
 
@@ -48,9 +52,20 @@ constexpr double kPlanBar = 0.80;
 // 96 operations for 60 us of work; a plan from the measured phases stays near 1.
 constexpr double kSmallBar = 0.85;
 
-// n ints over the learner's buffers, seeded by n.
-struct Setup : ch02::Workload {
+const char* const kFreeHostIntsCrash =
+    "free_host_ints crashed the process: memory from cudaMallocHost/cudaHostAlloc must be released with "
+    "cudaFreeHost, not free/delete (step 1; ./lab hint 02)";
+
+// Holds a crash note from ~Setup's body until the workload's buffers are freed: bases are
+// destroyed after the derived class's body, in reverse order, so this outlives Workload.
+struct FreeNote {
+  std::optional<cml::test::CrashNote> note;
+};
+
+// n ints over the learner's buffers, seeded by n; a crash while freeing them names the cause.
+struct Setup : FreeNote, ch02::Workload {
   Setup(std::size_t n, int cycles) : Workload(n, static_cast<unsigned>(n), cycles) {}
+  ~Setup() { note.emplace(kFreeHostIntsCrash); }
 };
 
 // The cycles at which AddKernel over s's ints takes as long as the slower copy (the
@@ -208,8 +223,7 @@ TEST_CASE("step 1: allocate_host_ints gives pinned memory and free_host_ints rel
   if (pinned) std::fill(p, p + n, 7);  // the whole range is usable
   cml::api::Calls calls;
   {
-    cml::test::CrashNote note("free_host_ints crashed the process: memory from cudaMallocHost/cudaHostAlloc must be "
-                              "released with cudaFreeHost, not free/delete (step 1; ./lab hint 02)");
+    cml::test::CrashNote note(kFreeHostIntsCrash);
     cml::api::Recorder recorder;
     ch02::free_host_ints(p);
     calls = recorder.stop();
@@ -484,4 +498,17 @@ TEST_CASE("step 3: measure both sides of the plan bars", "[ch02][step3][.measure
     }
   std::fflush(stdout);
   SUCCEED();
+}
+
+// ---- Your own work ----------------------------------------------------------------------
+
+TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build", "[ch02][step1][integrity]") {
+  if (!cml::test::learner_build()) {
+    SUCCEED("the solution's own build");
+    return;
+  }
+  INFO("your build contains the solution's exercise.cu (its marker symbol cml_ch02_solution_tu): an exercise.cu "
+       "that includes or copies solutions/02_streams/exercise.cu teaches nothing; write the steps yourself "
+       "(./lab hint 02)");
+  CHECK(&cml_ch02_solution_tu == nullptr);
 }

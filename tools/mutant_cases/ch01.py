@@ -51,13 +51,13 @@ MUTANTS = [
        "batch.host_offsets[i], batch.piece_bytes, cudaMemcpyHostToDevice, stream));\n}")],
      "[step2][mechanism]", "host-to-device copies"),
     Mutant("packed copy on the legacy stream",
-           [(PACKED_COPY, PACKED_COPY.replace("cudaMemcpyHostToDevice, stream)", "cudaMemcpyHostToDevice, nullptr)"))],
+           [(PACKED_COPY, "    (void)stream;\n" + PACKED_COPY.replace("cudaMemcpyHostToDevice, stream)", "cudaMemcpyHostToDevice, nullptr)"))],
            "[step2][mechanism]", "another stream than the one it was given"),
     Mutant("synchronises before returning",
            [(UNPACK, "  launch_unpack(staging.device, batch, stream);\n  CUDA_CHECK(cudaStreamSynchronize(stream));\n}")],
            "[step2][mechanism]", "calls that wait for the GPU: cudaStreamSynchronize"),
     Mutant("synchronous packed copy",
-           [(PACKED_COPY, "    CUDA_CHECK(cudaMemcpy(staging.device + offset, staging.host + offset,\n"
+           [(PACKED_COPY, "    (void)stream;\n    CUDA_CHECK(cudaMemcpy(staging.device + offset, staging.host + offset,\n"
                           "                          (end - begin) * batch.piece_bytes, cudaMemcpyHostToDevice));")],
            "[step2][mechanism]", "calls that wait for the GPU: cudaMemcpy"),
     # Cheating the copy count: one packed copy, then device-to-device copies per piece
