@@ -23,6 +23,8 @@ void copy_vectorized(const float* in, float* out, std::size_t n, cudaStream_t st
 // ---- Step 3: array of structures -> structure of arrays -----------------------------------
 // A particle as one record (64 bytes). The update reads position and velocity (24 bytes)
 // and writes position (12): with records, every warp drags whole records through memory.
+// Its alignment is a float's (4 bytes), whatever its size: a record meant to be read with
+// 16-byte loads must say so (struct __align__(16) ..., or alignas(16)).
 struct Particle {
   float x, y, z;
   float vx, vy, vz;

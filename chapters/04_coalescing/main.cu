@@ -4,6 +4,7 @@
 //
 //   ./lab run 04                         everything, with your exercise.cu
 //   ./lab run 04 -- --mode=offset        one part: copies | offset | stride | sizes | particles
+//   ./lab run 04 -- --mode=vector        what reaching cudaMemcpy with float4 takes (docs/04)
 //   ./lab run 04 -- --size=2G            a larger working set (default 512 MiB)
 //   ./lab run 04 -- --dram               also the sweeps' L2 and DRAM counters, from ncu
 #include "coalescing.cuh"
@@ -97,6 +98,99 @@ bool run_copies(Context& c) {
     t.row({name, fixed(st.median_ms, 3), cml::format_noise(st), fixed(gbps, 0), fixed(gbps / memcpy_gbps, 3),
            fixed(gbps / peak, 3)});
   }
+  c.run.emit(t);
+  return ok;
+}
+
+// ---- What reaching cudaMemcpy with 16-byte accesses takes (docs/04, "The last few percent")
+// Variants of the float4 copy, n a multiple of 4, timed interleaved with cudaMemcpy in one
+// run: the grid's shape (grid-stride over a full GPU or a grid that covers the array,
+// threads per block), loads in flight per thread (unrolled), and the streaming cache hints.
+
+template <int kInFlight>
+__global__ void v4_grid_stride(const float4* __restrict__ in, float4* __restrict__ out, std::size_t groups) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  for (; i + (kInFlight - 1) * step < groups; i += kInFlight * step) {
+    float4 v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) v[u] = in[i + u * step];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) out[i + u * step] = v[u];
+  }
+  for (; i < groups; i += step) out[i] = in[i];
+}
+
+// Each thread copies kPerThread float4, one block's width apart (so a warp stays coalesced).
+template <int kPerThread, bool kStreaming>
+__global__ void v4_cover(const float4* __restrict__ in, float4* __restrict__ out, std::size_t groups) {
+  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) * kPerThread + threadIdx.x;
+  float4 v[kPerThread];
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+    const std::size_t g = first + static_cast<std::size_t>(u) * blockDim.x;
+    if (g < groups) v[u] = kStreaming ? __ldcs(in + g) : in[g];
+  }
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+    const std::size_t g = first + static_cast<std::size_t>(u) * blockDim.x;
+    if (g < groups) {
+      if (kStreaming)
+        __stcs(out + g, v[u]);
+      else
+        out[g] = v[u];
+    }
+  }
+}
+
+bool run_vector(Context& c) {
+  const std::size_t n = c.s.bytes / 4, groups = n / 4;  // s.bytes is a multiple of 1 KiB
+  ch04::Arrays& a = c.arrays;
+  const auto* in = reinterpret_cast<const float4*>(a.in.data());
+  auto* out = reinterpret_cast<float4*>(a.out.data());
+  const auto blocks = [&](unsigned threads, int per_thread) {
+    return static_cast<unsigned>((groups + threads * per_thread - 1) / (threads * per_thread));
+  };
+  const unsigned full = ch04::grid_for(~std::size_t{0} >> 8);
+  std::printf("\n== 16-byte copies of %s: what the last percent takes (interleaved with cudaMemcpy) ==\n",
+              cml::format_bytes(c.s.bytes).c_str());
+  const std::vector<std::pair<std::string, cml::Work>> variants = {
+      {"cudaMemcpy device to device", a.memcpy_work(n)},
+      {"copy_vectorized (yours)", [&](cudaStream_t st) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, st); }},
+      {"grid-stride, full GPU, 1 float4 in flight",
+       [&](cudaStream_t st) { v4_grid_stride<1><<<full, 256, 0, st>>>(in, out, groups); }},
+      {"grid-stride, full GPU, 4 float4 in flight",
+       [&](cudaStream_t st) { v4_grid_stride<4><<<full, 256, 0, st>>>(in, out, groups); }},
+      {"grid-stride, 4x the full GPU's blocks, 4 in flight",
+       [&](cudaStream_t st) { v4_grid_stride<4><<<4 * full, 256, 0, st>>>(in, out, groups); }},
+      {"covering grid, 1 float4 per thread, 256 threads",
+       [&](cudaStream_t st) { v4_cover<1, false><<<blocks(256, 1), 256, 0, st>>>(in, out, groups); }},
+      {"covering grid, 1 float4 per thread, 128 threads",
+       [&](cudaStream_t st) { v4_cover<1, false><<<blocks(128, 1), 128, 0, st>>>(in, out, groups); }},
+      {"covering grid, 1 float4 per thread, 1024 threads",
+       [&](cudaStream_t st) { v4_cover<1, false><<<blocks(1024, 1), 1024, 0, st>>>(in, out, groups); }},
+      {"covering grid, 2 float4 per thread (unrolled)",
+       [&](cudaStream_t st) { v4_cover<2, false><<<blocks(256, 2), 256, 0, st>>>(in, out, groups); }},
+      {"covering grid, 4 float4 per thread (unrolled)",
+       [&](cudaStream_t st) { v4_cover<4, false><<<blocks(256, 4), 256, 0, st>>>(in, out, groups); }},
+      {"covering grid, 1 float4 per thread, __ldcs/__stcs",
+       [&](cudaStream_t st) { v4_cover<1, true><<<blocks(256, 1), 256, 0, st>>>(in, out, groups); }},
+  };
+  bool ok = true;
+  std::vector<cml::Work> works;
+  for (const auto& [name, work] : variants) {
+    const cml::Work checked = [&, w = work](cudaStream_t st) {
+      w(st);
+      CUDA_CHECK_LAUNCH();
+    };
+    ok &= run_and_check(c, checked, [&] { return a.verify_copy(Pattern{}, n); }, name, false);
+    works.push_back(checked);
+  }
+  const std::vector<cml::Stats> st = cml::time_interleaved(works, c.stream, c.run.timing);
+  cml::Table t("vector", {"copy", "ms", "noise", "GB/s", "of cudaMemcpy"});
+  for (std::size_t k = 0; k < variants.size(); ++k)
+    t.row({variants[k].first, fixed(st[k].median_ms, 3), cml::format_noise(st[k]),
+           fixed(cml::gbps(2 * c.s.bytes, st[k].median_ms), 0), cml::ratio_text(st[0], st[k])});
   c.run.emit(t);
   return ok;
 }
@@ -244,6 +338,7 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"stride", "the stride sweep", run_strides},
     {"sizes", "element sizes 4, 8, 16 bytes", run_sizes},
     {"particles", "records against arrays", run_particles},
+    {"vector", "16-byte copies: grid shape, loads in flight, cache hints (not in all)", run_vector, false},
     {kProfileTarget, "each sweep kernel once, for ncu", run_profile_target, false},
 };
 
