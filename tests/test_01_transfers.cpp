@@ -273,6 +273,11 @@ TEST_CASE("step 1: pin_existing makes a buffer copy as pinned memory, and unpin_
     REQUIRE(pinned);
   }
   {
+    INFO("after pin_existing the end of the range is still pageable: `bytes` is a length in bytes, and the whole "
+         "range [p, p + bytes) must be locked (step 1)");
+    CHECK(is_pinned(buf.data() + n - 1));
+  }
+  {
     INFO("pin_existing allocated memory (" << cml::test::count_calls(pinning, "cudaMallocHost") << " cudaMallocHost, "
          << cml::test::count_calls(pinning, "cudaHostAlloc") << " cudaHostAlloc): lock the pages the program "
          "already has, with no new buffer and no copy (step 1)");

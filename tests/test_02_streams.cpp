@@ -400,6 +400,39 @@ TEST_CASE("step 2: every element is copied in and out exactly once, and after_ch
   }
 }
 
+TEST_CASE("step 2: run_staged issues its operations in the order asked", "[ch02][step2][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  const std::size_t chunks = 6;
+  Setup s(60001, 5);
+  Streams streams(3);
+  for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
+    CAPTURE(order_name(order));
+    cml::trace::Recorder recorder;
+    ch02::run_staged(s.problem, streams.s, chunks, order);
+    const auto trace = recorder.stop();
+    CML_REQUIRE_TRACE_OK(trace);
+    // I: a copy in, K: a kernel, O: a copy out, in the order the host issued them (CUPTI's
+    // correlation ids number the API calls in order).
+    std::vector<std::pair<std::uint32_t, char>> ops;
+    for (const auto& c : trace.copies_of(CopyKind::HtoD)) ops.emplace_back(c.correlation_id, 'I');
+    for (const auto& k : trace.kernels_named("AddKernel")) ops.emplace_back(k.correlation_id, 'K');
+    for (const auto& c : trace.copies_of(CopyKind::DtoH)) ops.emplace_back(c.correlation_id, 'O');
+    std::sort(ops.begin(), ops.end());
+    std::string got;
+    for (const auto& op : ops) got += op.second;
+    std::string want;
+    if (order == ch02::IssueOrder::Breadth)
+      want = std::string(chunks, 'I') + std::string(chunks, 'K') + std::string(chunks, 'O');
+    else
+      for (std::size_t c = 0; c < chunks; ++c) want += "IKO";
+    INFO("run_staged issued " << got << " (I: a copy in, K: a kernel, O: a copy out); " << order_name(order) << " is " << want
+         << ": breadth-first issues every chunk's copy in, then every kernel, then every copy out; depth-first "
+         "issues chunk by chunk. Follow `order` (step 2)");
+    CHECK(got == want);
+  }
+}
+
 TEST_CASE("step 2: more than 2^31 ints, where a 32-bit index or byte count overflows", "[ch02][step2][correctness]") {
   const auto& dev = cml::test::device();
   const std::size_t n = (std::size_t{1} << 31) + 4099;  // 8 GiB each way
