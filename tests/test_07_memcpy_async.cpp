@@ -208,16 +208,42 @@ std::size_t global_loads(const cml::sass::Function& f) {
   }                                                                                          \
   if (!var) FAIL("no kernel named " << (name) << " in the compiled code: keep the kernel's name")
 
-// The tile reaches shared memory by asynchronous copies only.
+// The tile reaches shared memory by asynchronous copies only, committed and waited for.
+// Each check has its own message in its own scope, so a failure never shows an earlier
+// check's words.
 void check_async_copies(const cml::sass::Function& f, const char* kernel, const char* step, const char* how) {
   const std::size_t ldgsts = cml::sass::count(f, "LDGSTS"), ublkcp = cml::sass::count(f, "UBLKCP");
-  const std::size_t ldg = global_loads(f);
-  INFO(kernel << " has " << ldgsts << " LDGSTS and " << ublkcp << " UBLKCP (asynchronous global-to-shared copies) "
-       "and " << ldg << " LDG (global loads into registers): the tile still passes through registers, as in "
-       "sum_through_registers; want at least one asynchronous copy and no LDG — " << how << " (" << step
-       << "; ./lab hint 07)");
-  CHECK(ldgsts + ublkcp > 0);
-  CHECK(ldg == 0);
+  {
+    INFO(kernel << " has no LDGSTS and no UBLKCP (asynchronous global-to-shared copies): the tile still passes "
+         "through registers, as in sum_through_registers — " << how << " (" << step << "; ./lab hint 07)");
+    CHECK(ldgsts + ublkcp > 0);
+  }
+  {
+    const std::size_t ldg = global_loads(f);
+    INFO(kernel << " has " << ldg << " LDG (global loads into registers) beside its " << ldgsts + ublkcp
+         << " asynchronous copies: every word of the tile must reach shared memory by the asynchronous copy, none "
+         "through a register (" << step << "; ./lab hint 07)");
+    CHECK(ldg == 0);
+  }
+  if (ldgsts + ublkcp == 0) return;  // nothing asynchronous: the checks below would only repeat it
+  // What completes the copies: cp.async groups (LDGDEPBAR commits, DEPBAR waits), or a
+  // hardware barrier (ARRIVES.LDGSTSBAR / UBLKCP complete on it, SYNCS.PHASECHK waits).
+  // Without a commit, a thread-scope pipeline's wait has nothing to wait for and nvcc
+  // drops it: the SASS shows what the sums may hide.
+  {
+    const std::size_t commits = cml::sass::count(f, "LDGDEPBAR") + cml::sass::count(f, "ARRIVES.LDGSTSBAR") + ublkcp;
+    INFO(kernel << ": no stage is ever committed (no LDGDEPBAR: cp.async.commit_group) and no copy is attached to a "
+         "barrier (no ARRIVES.LDGSTSBAR): nothing can wait for these copies — commit each stage's copies "
+         "(producer_commit), in every thread (" << step << "; ./lab hint 07)");
+    CHECK(commits > 0);
+  }
+  {
+    const std::size_t waits = cml::sass::count(f, "DEPBAR") + cml::sass::count(f, "SYNCS.PHASECHK");
+    INFO(kernel << " never waits for its copies (no DEPBAR: cp.async.wait_group; no SYNCS.PHASECHK: a barrier's "
+         "wait): the compute reads a tile before its copy completed — wait for it before the block barrier ("
+         << step << "; ./lab hint 07)");
+    CHECK(waits > 0);
+  }
 }
 
 // ---- compute-sanitizer ------------------------------------------------------------------

@@ -1,0 +1,70 @@
+"""Chapter 07's mutants: see tools/mutants.py. One or more per step, each a mistake the
+chapter teaches, caught by the named step's tests with the message that names it. The
+solution's steps 3 and 4 share sum_pipelined (a template), so a step-3 mutant changes
+step 4's kernel too: its tag runs step 3's tests only."""
+from . import Mutant
+
+CHAPTER = "07_memcpy_async"
+
+MUTANTS = [
+    # Step 1. Without cg::wait the block computes while LDGSTS are still landing: the sums
+    # may still come out right (a warm L2, a small array), racecheck sees the read.
+    Mutant("no wait for the tile's copy (read before it landed)",
+           [("    cg::memcpy_async(block, tile, job.in + s.first, sizeof(Word) * s.count);\n    cg::wait(block);\n",
+             "    cg::memcpy_async(block, tile, job.in + s.first, sizeof(Word) * s.count);\n")],
+           "[step1][mechanism]", "never waits for its copies"),
+    # Step 1. The same mistake where SASS cannot see it: the wait is there, but after the
+    # compute (a wait "for the next copy"). The sums may come out right; racecheck sees it.
+    Mutant("the wait after the compute (read before the copy landed)",
+           [("    cg::wait(block);\n    acc = compute_tile(tile, s.count, job.compute, acc);\n",
+             "    acc = compute_tile(tile, s.count, job.compute, acc);\n    cg::wait(block);\n")],
+           "[step1][mechanism]", "racecheck found hazards in sum_cg_kernel"),
+    # Step 2. Divergence around the barrier: threads with no word of a short last tile skip
+    # their arrival, the phase never completes, the others wait for ever (n = 1: only thread
+    # 0 arrives). The watchdog turns it into the step's failure; steps 1, 3, 4 still report.
+    Mutant("threads without a word of the short last tile skip the barrier (hang)",
+           [("    bar.arrive_and_wait();\n",
+             "    if (4 * static_cast<int>(threadIdx.x) < s.count) bar.arrive_and_wait();\n")],
+           "[step2]", "the kernel of step 2 never finished", whole=True),
+    # Step 3. The wait after the barrier: each thread's consumer_wait covers its own copies
+    # only, so a thread reads words another thread's copies are still writing.
+    Mutant("the stage's wait after the block barrier (other threads' copies not waited for)",
+           [("    pipe.consumer_wait();  // this thread's copies of tile k have landed...\n"
+             "    __syncthreads();       // ...and every other thread's too\n",
+             "    __syncthreads();\n    pipe.consumer_wait();\n")],
+           "[step3][mechanism]", "racecheck found hazards in sum_pipeline_kernel"),
+    # Step 3. A missing commit: a thread-scope pipeline's consumer_wait has nothing committed
+    # to wait for and returns at once (a block-scope pipeline would wait for ever instead);
+    # nvcc then drops the wait too: the SASS has LDGSTS but no LDGDEPBAR and no DEPBAR.
+    Mutant("a missing commit (the wait returns at once)",
+           [("    pipe.producer_commit();\n  };", "  };")],
+           "[step3][mechanism]", "no stage is ever committed"),
+    # Step 3. A commit per copy instead of per stage: the stage count differs between
+    # threads of a warp (the tail) and from the pipeline's depth, and consumer_wait's "all
+    # but the newest stages - 1" no longer means "tile k landed".
+    Mutant("a commit per copy, not per stage (the wait counts the wrong groups)",
+           [("      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n  }\n}",
+             "    {\n      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n      pipe.producer_commit();\n    }\n  }\n}")],
+           "[step3][correctness]", "a thread read a tile before its copy completed"),
+    # Step 3. The power-of-two habit: k & (stages - 1) is k % stages for 1, 2 and 4 stages
+    # only; at 3, tiles 0 and 1 share buffer 0 while both are in flight.
+    Mutant("a stage index that wraps wrongly (k & (stages - 1))",
+           [("stage_buf + (k % stages) * kTileWords", "stage_buf + (k & (stages - 1)) * kTileWords"),
+            ("stage_buf + (k % stages) * kTileWords", "stage_buf + (k & (stages - 1)) * kTileWords")],
+           "[step3][correctness]", "the stage index wraps wrongly"),
+    # Step 4. 4-byte copies on the fast path: LDGSTS.E, no .BYPASS.128.
+    Mutant("the fast path without aligned_size_t (4-byte copies)",
+           [("cuda::memcpy_async(dst + first, src + first, cuda::aligned_size_t<16>(16), pipe);",
+             "cuda::memcpy_async(dst + first, src + first, 4 * sizeof(Word), pipe);")],
+           "[step4][mechanism]", "cuda::aligned_size_t<16>"),
+    # Step 4. A misaligned size on the fast path, rounded up: the array's last partial
+    # 16-byte piece is copied whole, reading past in[n - 1] (the sums stay right).
+    Mutant("the last partial piece copied as 16 bytes (reads past the end)",
+           [("    if (first + 4 <= count) {\n", "    if (first < count) {\n")],
+           "[step4][mechanism]", "memcheck found bad accesses by sum_fast_kernel"),
+    # Step 4. The same, rounded down: the last 1-3 words are never copied.
+    Mutant("the last 1-3 words left out of the fast path",
+           [("      for (int i = first; i < count; ++i) cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n",
+             "")],
+           "[step4][correctness]", "the short last tile"),
+]
