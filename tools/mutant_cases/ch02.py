@@ -83,7 +83,7 @@ MUTANTS = [
     Mutant("32-bit chunk offsets",
      [("  return n * (2 * c - 1) / (2 * (chunks - 1));",
        "  return static_cast<std::size_t>(static_cast<int>(n * (2 * c - 1) / (2 * (chunks - 1))));")],
-     "[step2][correctness]", "need 64 bits"),
+     "[step2][correctness]", "need 64 bits"),  # skipped (77) where the GPU has under 21 GiB free
     # ---- step 3: the plan ------------------------------------------------------------
     Mutant("one constant plan (8 x 32 depth-first)",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, 32, IssueOrder::Depth};")],
