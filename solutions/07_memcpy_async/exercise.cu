@@ -133,6 +133,10 @@ __device__ __forceinline__ void sum_pipelined(const Job& job) {
       const TileSpan s = tile_span(job, t);
       copy_share<Fast>(stage_buf + (k % stages) * kTileWords, job.in + s.first, s.count, pipe);
     }
+    // The short last tile sends the lanes of a warp down different branches above. Commits
+    // are entangled per warp: converged lanes commit as one, diverged lanes each advance
+    // the warp's shared sequence, and later waits then wait for more than they need.
+    __syncwarp();
     pipe.producer_commit();
   };
   for (int k = 0; k + 1 < stages; ++k) fetch(k);
