@@ -391,6 +391,65 @@ TEST_CASE("step 4: data moves by prefetch both ways on the lane's stream, and th
   CHECK(r.ok);
 }
 
+TEST_CASE("step 4: prefetch_to_gpu and prefetch_to_cpu only enqueue the whole buffer's move, on the lane's stream",
+          "[ch03][step4][mechanism]") {
+  require_concurrent_access();
+  CML_REQUIRE_TRACING();
+  Fixture f(jitter((1u << 20) + 5), 1009, 6);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  struct Way {
+    const char* name;
+    void (*fn)(const ch03::Lane&);
+    cudaMemLocationType type;
+  };
+  for (const Way& way : {Way{"prefetch_to_gpu", ch03::prefetch_to_gpu, cudaMemLocationTypeDevice},
+                         Way{"prefetch_to_cpu", ch03::prefetch_to_cpu, cudaMemLocationTypeHost}}) {
+    CAPTURE(way.name);
+    cml::api::Recorder recorder;
+    way.fn(f.lane);
+    const auto calls = recorder.stop();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CML_REQUIRE_API_OK(calls);
+    std::map<std::string, int> blocking;
+    for (const auto& c : calls.calls)
+      if (c.name.find("Synchronize") != std::string::npos || c.name.find("Query") != std::string::npos)
+        ++blocking[c.name];
+    {
+      std::ostringstream names;
+      for (const auto& [name, count] : blocking) names << " " << name << " x" << count;
+      INFO(way.name << " waited:" << names.str() << ". It must only enqueue the move: the stream's order "
+           "already puts it before the kernel or the host function that follows (step 4)");
+      REQUIRE(blocking.empty());
+    }
+    std::vector<cml::api::Call> moves;
+    for (const auto& c : calls.named("cudaMemPrefetchAsync"))
+      if (c.ptr == f.lane.data) moves.push_back(c);
+    {
+      INFO(way.name << " made " << moves.size() << " prefetch(es) of lane.data; want one, of the whole buffer "
+           "(step 4; ./lab hint 03)");
+      REQUIRE(moves.size() == 1);
+    }
+    {
+      INFO(way.name << "'s prefetch was enqueued on another stream than lane.stream: it is then not ordered with "
+           "the lane's kernel and host function (step 4)");
+      CHECK(moves[0].stream == f.lane.stream);
+    }
+    {
+      INFO(way.name << "'s prefetch covered " << moves[0].bytes << " bytes of lane.data's "
+           << f.lane.n * sizeof(unsigned) << ": lengths are in bytes (step 4)");
+      CHECK(moves[0].bytes == f.lane.n * sizeof(unsigned));
+    }
+    {
+      INFO(way.name << "'s prefetch went to location type " << moves[0].location.type << " (id "
+           << moves[0].location.id << "); want " << way.type
+           << (way.type == cudaMemLocationTypeDevice ? " (cudaMemLocationTypeDevice) with id lane.device"
+                                                     : " (cudaMemLocationTypeHost)") << " (step 4)");
+      CHECK(moves[0].location.type == way.type);
+      if (way.type == cudaMemLocationTypeDevice) CHECK(moves[0].location.id == f.lane.device);
+    }
+  }
+}
+
 TEST_CASE("step 4: prefetching to the GPU reaches the speed of an explicit copy from pinned memory",
           "[ch03][step4][perf]") {
   require_concurrent_access();

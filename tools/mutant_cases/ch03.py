@@ -95,6 +95,16 @@ MUTANTS = [
                      "std::min<std::size_t>(4096, lane.n * sizeof(unsigned) - off), on_device(lane.device), 0, "
                      "lane.stream));\n")],
            "[step4][perf]", "not page by page"),
+    Mutant("prefetch length in elements, not bytes",
+           [(TO_CPU, TO_CPU.replace("lane.n * sizeof(unsigned), host", "lane.n, host"))],
+           "[step4][mechanism]", "lengths are in bytes"),
+    Mutant("a prefetch that waits for itself",
+           [(TO_GPU, TO_GPU + "  CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n")],
+           "[step4][mechanism]", "It must only enqueue the move"),
+    Mutant("the way back sent to the GPU",
+           [(TO_CPU, "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), on_device(lane.device), 0, "
+                     "lane.stream));\n")],
+           "[step4][mechanism]", "cudaMemLocationTypeHost"),
     Mutant("advice length in elements, not bytes",
            [(ADVISE, ADVISE.replace("lane.table_n * sizeof(unsigned)", "lane.table_n"))],
            "[step4][mechanism]", "lengths are in bytes"),
