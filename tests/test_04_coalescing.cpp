@@ -60,7 +60,9 @@ std::size_t one_pass_threads() { return static_cast<std::size_t>(ch04::grid_for(
 
 // The copy's kernels as CUPTI saw them: the launcher must run the named kernel, once, and
 // nothing else (no cudaMemcpy, no memset, no helper kernel). "" when so.
-std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)>& launch) {
+// `ran`, when given, receives the name CUPTI recorded for the kernel.
+std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)>& launch,
+                      std::string* ran_name = nullptr) {
   cml::Stream s;
   CUDA_CHECK(cudaDeviceSynchronize());
   cml::trace::Recorder recorder;
@@ -74,7 +76,10 @@ std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)
     ran += (ran.empty() ? "" : ", ") + k.name;
     named += k.name.find(kernel) != std::string::npos;
   }
-  if (named == 1 && t.kernels.size() == 1 && t.copies.empty() && t.memsets.empty()) return "";
+  if (named == 1 && t.kernels.size() == 1 && t.copies.empty() && t.memsets.empty()) {
+    if (ran_name) *ran_name = t.kernels[0].name;
+    return "";
+  }
   return std::string("the launcher ran ") + std::to_string(t.kernels.size()) + " kernel(s) (" + ran + "), " +
          std::to_string(t.copies.size()) + " copy(ies) and " + std::to_string(t.memsets.size()) +
          " memset(s); want one launch of " + kernel + " and nothing else: the tests read that kernel's code";
@@ -240,10 +245,19 @@ TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruct
   if (cml::trace::disabled_by_environment()) return;
   const std::size_t n = jitter(1u << 20);
   const ch04::Arrays a(n);
+  std::string ran;
   const std::string why = runs_only(
-      "copy_vectorized_kernel", [&](cudaStream_t s) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, s); });
-  INFO(why << " (step 2)");
-  CHECK(why.empty());
+      "copy_vectorized_kernel", [&](cudaStream_t s) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, s); }, &ran);
+  {
+    INFO(why << " (step 2)");
+    REQUIRE(why.empty());
+  }
+  // The kernel that ran is the one whose code was read: CUPTI's name for it is the SASS
+  // function's (demangled, or mangled where CUPTI could not demangle), parameters aside.
+  const auto bare = [](const std::string& name) { return name.substr(0, name.find('(')); };
+  INFO("the kernel that ran is " << ran << ", the SASS read is " << f->name << ": the 16-byte accesses must be "
+       "in the kernel that copies (step 2)");
+  CHECK((bare(ran) == bare(f->name) || ran == f->mangled));
 }
 
 // ---- Step 3 ------------------------------------------------------------------------------
