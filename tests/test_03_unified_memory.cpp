@@ -7,7 +7,7 @@
 //
 //   ./lab check 03                                 against your exercise.cu
 //   meson test -C build "ch03 solution"            against the solution
-#include "exercise_source.hpp"
+#include "api_calls.hpp"
 #include "gpu.hpp"
 #include "harness.hpp"
 #include "unified.cuh"
@@ -24,12 +24,14 @@
 
 #include <chrono>
 #include <ctime>
-#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+// Defined by the solution's exercise.cu only (weak: absent, its address is null).
+extern "C" __attribute__((weak)) const int cml_ch03_solution_tu;
 
 namespace {
 
@@ -84,9 +86,6 @@ void require_concurrent_access() {
     CML_SKIP("this device has no concurrentManagedAccess: managed memory cannot be prefetched or advised to it, "
              "so step 4 has nothing to check here (run_lane must skip both on such a device)");
 }
-
-#define CML_REQUIRE_API_OK(calls) \
-  do { if (!(calls).ok) FAIL("CUPTI's callback API failed, so the calls cannot be checked: " << (calls).error); } while (0)
 
 // What the lane's thread did while run_lane ran on it.
 struct LaneRun {
@@ -174,10 +173,15 @@ void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race) {
 
 // ---- Step 1 ------------------------------------------------------------------------------
 
-TEST_CASE("step 1: exercise.cu is the learner's own", "[ch03][step1][correctness]") {
-  const std::string cheat = cml::test::exercise_includes_solution(__FILE__, "03_unified_memory");
-  INFO(cheat);
-  CHECK(cheat.empty());
+TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build", "[ch03][step1][integrity]") {
+  if (!cml::test::learner_build()) {
+    SUCCEED("the solution's own build");
+    return;
+  }
+  INFO("your build contains the solution's exercise.cu (its marker symbol cml_ch03_solution_tu): an exercise.cu "
+       "that includes or copies solutions/03_unified_memory/exercise.cu teaches nothing; write run_lane yourself "
+       "(./lab hint 03)");
+  CHECK(&cml_ch03_solution_tu == nullptr);
 }
 
 TEST_CASE("step 1: the host never touches the data while its kernel runs, however long the kernel takes",
@@ -211,7 +215,7 @@ TEST_CASE("step 1: several threads' rounds give the right result, each lane wait
     check_rounds(*lanes[t], LaneRun{ch03::message(failures[t]), 0, 0, 0}, rounds, false);
   }
   if (calls.ok) {
-    const auto device_waits = calls.named("cudaDeviceSynchronize").size();
+    const int device_waits = cml::test::count_calls(calls, "cudaDeviceSynchronize");
     INFO("run_lane called cudaDeviceSynchronize " << device_waits << " time(s): it waits for every lane's stream, "
          "so each thread waits for all the others' kernels. Wait for this lane's stream only (step 1)");
     CHECK(device_waits == 0);
@@ -284,7 +288,9 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
     INFO("run_lane threw: " << run.error);
     REQUIRE(run.error.empty());
   }
-  const auto host_funcs = calls.named("cudaLaunchHostFunc");
+  std::vector<cml::api::Call> host_funcs;
+  for (const auto& c : calls.calls)
+    if (cml::test::base_name(c.name) == "cudaLaunchHostFunc") host_funcs.push_back(c);
   {
     INFO(host_funcs.size() << " cudaLaunchHostFunc call(s) for " << rounds << " rounds: the thread must learn from "
          "the lane's stream that each round is done, through a host function that signals `signal` (step 3; "
@@ -302,15 +308,9 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
     INFO("the signal counted " << f.signal.done() << " rounds of " << rounds << " (step 3)");
     REQUIRE(f.signal.done() == rounds);
   }
-  std::map<std::string, int> blocking;
-  for (const auto& c : calls.calls)
-    if (c.name.find("Synchronize") != std::string::npos || c.name.find("Query") != std::string::npos ||
-        c.name == "cudaMemcpy" || c.name == "cudaMemset" || c.name == "cudaFree" || c.name == "cudaMalloc")
-      ++blocking[c.name];
   {
-    std::ostringstream names;
-    for (const auto& [name, count] : blocking) names << " " << name << " x" << count;
-    INFO("run_lane made blocking or polling CUDA calls:" << names.str() << ". Once the host function signals, "
+    const std::string blocking = cml::test::blocking_calls(calls);
+    INFO("run_lane made blocking or polling CUDA calls: " << blocking << ". Once the host function signals, "
          "signal.wait_for(r) returns: no other wait is needed, and polling keeps a core busy (step 3)");
     REQUIRE(blocking.empty());
   }
@@ -410,15 +410,10 @@ TEST_CASE("step 4: prefetch_to_gpu and prefetch_to_cpu only enqueue the whole bu
     const auto calls = recorder.stop();
     CUDA_CHECK(cudaDeviceSynchronize());
     CML_REQUIRE_API_OK(calls);
-    std::map<std::string, int> blocking;
-    for (const auto& c : calls.calls)
-      if (c.name.find("Synchronize") != std::string::npos || c.name.find("Query") != std::string::npos)
-        ++blocking[c.name];
     {
-      std::ostringstream names;
-      for (const auto& [name, count] : blocking) names << " " << name << " x" << count;
-      INFO(way.name << " waited:" << names.str() << ". It must only enqueue the move: the stream's order "
-           "already puts it before the kernel or the host function that follows (step 4)");
+      const std::string blocking = cml::test::blocking_calls(calls);
+      INFO(way.name << " waited: " << blocking << ". It must only enqueue the move: the stream's order already "
+           "puts it before the kernel or the host function that follows (step 4)");
       REQUIRE(blocking.empty());
     }
     std::vector<cml::api::Call> moves;

@@ -6,7 +6,7 @@
 //   ./lab check 04                        against your exercise.cu
 //   meson test -C build "ch04 solution"   against the solution
 #include "coalescing.cuh"
-#include "exercise_source.hpp"
+#include "api_calls.hpp"
 #include "gpu.hpp"
 #include "harness.hpp"
 #include "ncu_evidence.hpp"
@@ -29,6 +29,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+// Defined by the solution's exercise.cu only (weak: absent, its address is null).
+extern "C" __attribute__((weak)) const int cml_ch04_solution_tu;
 
 namespace {
 
@@ -174,10 +177,11 @@ TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04
 TEST_CASE("step 1: exercise.cu is the learner's own, and the copy runs in copy_coalesced_kernel",
           "[ch04][step1][mechanism]") {
   cml::test::device();
-  {
-    const std::string cheat = cml::test::exercise_includes_solution(__FILE__, "04_coalescing");
-    INFO(cheat);
-    REQUIRE(cheat.empty());
+  if (cml::test::learner_build()) {
+    INFO("your build contains the solution's exercise.cu (its marker symbol cml_ch04_solution_tu): an exercise.cu "
+         "that includes or copies solutions/04_coalescing/exercise.cu teaches nothing; write the steps yourself "
+         "(./lab hint 04)");
+    REQUIRE(&cml_ch04_solution_tu == nullptr);
   }
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(1u << 20);

@@ -6,6 +6,10 @@
 
 #include "cml/errors.hpp"
 
+// Marks this translation unit as the solution: the learner's tests fail when it is linked
+// into the learner's build (an exercise.cu that includes or copies this file).
+extern "C" const int cml_ch04_solution_tu = 1;
+
 namespace ch04 {
 
 // Step 1. A warp's 32 loads cover 128 consecutive bytes: 4 sectors, all of them used. The

@@ -37,7 +37,11 @@ MUTANTS = [
            [('#include "unified.cuh"\n',
              '#include "../../solutions/03_unified_memory/exercise.cu"  // the cheat\n#if 0\n'),
             ("}  // namespace ch03\n", "}  // namespace ch03\n#endif\n")],
-           "[step1]", "includes the solution"),
+           "[step1]", "contains the solution"),
+    Mutant("exercise.cu is a copy of the solution",
+           [("// Chapter 03 — unified memory with streams. The solution of\n",
+             "// Chapter 03 — unified memory with streams. All my own work, honestly; see\n")],
+           "[step1]", "contains the solution"),
     # Step 2: the attach.
     Mutant("attached for every stream",
            [(ATTACH, ATTACH.replace("cudaMemAttachSingle", "cudaMemAttachGlobal"))],
