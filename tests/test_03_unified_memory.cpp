@@ -7,6 +7,7 @@
 //
 //   ./lab check 03                                 against your exercise.cu
 //   meson test -C build "ch03 solution"            against the solution
+//   build/tests/test_ch03_solution "[.measure]"    both sides of the bars, five runs
 #include "api_calls.hpp"
 #include "gpu.hpp"
 #include "harness.hpp"
@@ -22,12 +23,16 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 // Defined by the solution's exercise.cu only (weak: absent, its address is null).
@@ -480,4 +485,114 @@ TEST_CASE("step 4: prefetching to the GPU reaches the speed of an explicit copy 
        "prefetch's) is " << cml::ratio_text(st[1], st[0]) << "; want at least " << kPrefetchOverCopy
        << ": move all of lane.data in one prefetch, not page by page (step 4)");
   CHECK(ratio >= kPrefetchOverCopy);
+}
+
+// ---- Both sides of the bars, for the maintainer: five runs each. Not run by ./lab check. ----
+// The correct side is the build's run_lane and prefetch_to_gpu (the solution's, in
+// test_ch03_solution); the mistakes are written here, host code around the chapter's
+// provided kernel: the fastest of each kind the bars must reject.
+
+namespace {
+
+// A lane's rounds done wrong in one way: `wait` stands where the wait for the GPU belongs.
+LaneRun run_rounds_with(const ch03::Lane& lane, int rounds, const std::function<void(int)>& wait) {
+  LaneRun out;
+  const auto errors = ch03::on_threads(1, cml::test::device().index, [&](int) {
+    const long s0 = thread_switches();
+    const double c0 = thread_cpu_ms();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < rounds; ++r) {
+      ch03::launch_gpu_step(lane, r);
+      wait(r);
+      ch03::host_step(lane, r);
+    }
+    out.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    out.cpu_ms = thread_cpu_ms() - c0;
+    out.switches = thread_switches() - s0;
+  });
+  out.error = ch03::message(errors[0]);
+  return out;
+}
+
+void print_run(const char* what, const LaneRun& run, const ch03::Progress& p, int rounds) {
+  std::printf("  %-44s late %6.1f ms/round (bar %.1f)  busy %.3f (bar %.2f)  switches %5.1f/round (bar %.1f)  "
+              "early %zu%s%s\n",
+              what, (run.wall_ms - p.delays_ms) / rounds, kLateMsPerRound, run.cpu_ms / std::max(run.wall_ms, 1e-9),
+              kMaxBusyFraction, static_cast<double>(run.switches) / rounds, kMaxSwitchesPerRound, p.early_steps.size(),
+              run.error.empty() ? "" : "  error: ", run.error.c_str());
+}
+
+}  // namespace
+
+TEST_CASE("step 1: measure both sides of the bars", "[ch03][step1][.measure]") {
+  require_managed();
+  std::printf("device %s\n", cml::test::device().name.c_str());
+  const int rounds = 8;
+  using namespace std::chrono_literals;
+  for (int run = 0; run < 5; ++run) {
+    std::printf("run %d (kernels wait %.0f-%.0f ms at random)\n", run, kMaxDelayMs / 4, kMaxDelayMs);
+    const auto measure = [&](const char* what, const std::function<LaneRun(const ch03::Lane&, ch03::RoundSignal&)>& fn) {
+      Fixture f(jitter((1u << 20) + 3), 1007, 10 + static_cast<unsigned>(run));
+      f.progress.max_delay_ms = kMaxDelayMs;
+      const LaneRun r = fn(f.lane, f.signal);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      print_run(what, r, f.progress, rounds);
+    };
+    measure("run_lane (this build's)", [&](const ch03::Lane& l, ch03::RoundSignal& s) {
+      return run_on_thread(l, rounds, s);
+    });
+    measure("mistake: a fixed pause just over the longest", [&](const ch03::Lane& l, ch03::RoundSignal&) {
+      return run_rounds_with(l, rounds, [&](int) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kMaxDelayMs + 1));
+      });
+    });
+    measure("mistake: spin on cudaStreamQuery", [&](const ch03::Lane& l, ch03::RoundSignal&) {
+      return run_rounds_with(l, rounds, [&](int) {
+        while (cudaStreamQuery(l.stream) == cudaErrorNotReady) {
+        }
+      });
+    });
+    measure("mistake: nap 1 ms and poll the stream", [&](const ch03::Lane& l, ch03::RoundSignal&) {
+      return run_rounds_with(l, rounds, [&](int) {
+        while (cudaStreamQuery(l.stream) == cudaErrorNotReady) std::this_thread::sleep_for(1ms);
+      });
+    });
+    measure("mistake: nap 5 ms and poll the stream", [&](const ch03::Lane& l, ch03::RoundSignal&) {
+      return run_rounds_with(l, rounds, [&](int) {
+        while (cudaStreamQuery(l.stream) == cudaErrorNotReady) std::this_thread::sleep_for(5ms);
+      });
+    });
+  }
+  std::fflush(stdout);
+  SUCCEED();
+}
+
+TEST_CASE("step 4: measure both sides of the prefetch bar", "[ch03][step4][.measure]") {
+  require_concurrent_access();
+  std::printf("device %s\n", cml::test::device().name.c_str());
+  const auto& dev = cml::test::device();
+  std::size_t n = std::size_t{64} << 20;
+  while (3 * n * sizeof(unsigned) + (std::size_t{512} << 20) > dev.free_bytes && n > (std::size_t{1} << 20)) n /= 2;
+  Fixture f(n, 1009, 5);
+  const ch03::PinnedCopy copy(f.owner);
+  const std::size_t bytes = n * sizeof(unsigned);
+  const cml::Work to_host = [&](cudaStream_t s) { ch03::move_pages(f.lane, ch03::host_location(), s); };
+  // The mistake: the same bytes, prefetched in 2 MiB pieces (a page-by-page prefetch is
+  // slower still), each on the lane's stream.
+  const cml::Work pieces = [&](cudaStream_t) {
+    for (std::size_t off = 0; off < bytes; off += std::size_t{2} << 20)
+      CUDA_CHECK(cudaMemPrefetchAsync(reinterpret_cast<char*>(f.lane.data) + off,
+                                      std::min<std::size_t>(std::size_t{2} << 20, bytes - off),
+                                      ch03::device_location(f.lane.device), 0, f.lane.stream));
+  };
+  for (int run = 0; run < 5; ++run) {
+    const auto st = cml::time_interleaved(
+        {to_host, {}, to_host},
+        {[&](cudaStream_t) { ch03::prefetch_to_gpu(f.lane); }, [&](cudaStream_t s) { copy.to_gpu(s); }, pieces},
+        f.lane.stream, {1, 7}, cml::Clock::Host);
+    std::printf("prefetch bar run %d: prefetch_to_gpu %s, mistake (2 MiB pieces) %s of the pinned copy (bar %.2f)\n",
+                run, cml::ratio_text(st[1], st[0]).c_str(), cml::ratio_text(st[1], st[2]).c_str(), kPrefetchOverCopy);
+  }
+  std::fflush(stdout);
+  SUCCEED();
 }

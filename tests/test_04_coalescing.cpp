@@ -5,6 +5,7 @@
 //
 //   ./lab check 04                        against your exercise.cu
 //   meson test -C build "ch04 solution"   against the solution
+//   build/tests/test_ch04_solution "[.measure]"   the bars' correct side (and step 1's mistake), five runs
 #include "coalescing.cuh"
 #include "api_calls.hpp"
 #include "gpu.hpp"
@@ -22,6 +23,7 @@
 #include "cml/verify.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <initializer_list>
@@ -387,4 +389,39 @@ TEST_CASE("step 4 and the model: sectors per request match the sector model with
          << learner[i].advice << " (" << measured[base + i].first << ")");
     CHECK(spr == Approx(learner[i].model).epsilon(0.05));
   }
+}
+
+// ---- The bars' figures, for the maintainer: five runs. Not run by ./lab check. -------------
+// This build's kernels (the solution's, in test_ch04_solution) against the same references
+// the tests use. Step 1's mistake, the plain loop, is the reference itself: timed twice,
+// its ratio shows the noise around 1. The other mistakes are kernels, so they are measured
+// as mutants (tools/mutants.py, see the report of issue 10), with the same test cases.
+TEST_CASE("step 1: measure the bars' figures", "[ch04][step1][.measure]") {
+  const auto& dev = cml::test::device();
+  std::printf("device %s\n", dev.name.c_str());
+  const std::size_t n = large_n();
+  const ch04::Arrays a(n);
+  const ch04::Particles p(n / 16);
+  cml::Stream s;
+  const cml::Work plain = [&](cudaStream_t x) { ch04::launch_offset_copy(a.in.data(), a.out.data(), n, 0, 4, x); };
+  for (int run = 0; run < 5; ++run) {
+    const auto st = cml::time_interleaved(
+        {plain, [&](cudaStream_t x) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, x); }, plain,
+         [&](cudaStream_t x) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, x); }, a.memcpy_work(n),
+         [&](cudaStream_t x) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, x); },
+         [&](cudaStream_t x) { ch04::advance_aos(p.aos.data(), n / 16, 0.5f, x); },
+         [&](cudaStream_t x) { ch04::advance_soa(p.soa, n / 16, 0.5f, x); }},
+        s, {2, 10});
+    std::printf("run %d over %s:\n", run, cml::format_bytes(n * 4).c_str());
+    std::printf("  step 1 copy_coalesced over the plain loop %s; the plain loop over itself (the mistake) %s "
+                "(bar %.2f)\n", cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(),
+                kStep1OverPlain);
+    std::printf("  step 3 records over arrays %s (bar %.2f)\n", cml::ratio_text(st[6], st[7]).c_str(), kStep3Speedup);
+    std::printf("  step 4 scale over the plain loop %s (bar %.2f)\n", cml::ratio_text(st[0], st[3]).c_str(),
+                kStep4OverPlain);
+    std::printf("  bench copy_vectorized over cudaMemcpy %s (target 0.97); plain loop over cudaMemcpy %s\n",
+                cml::ratio_text(st[4], st[5]).c_str(), cml::ratio_text(st[4], st[0]).c_str());
+  }
+  std::fflush(stdout);
+  SUCCEED();
 }
