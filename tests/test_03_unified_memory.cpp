@@ -156,7 +156,9 @@ void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race) {
   }
   {
     INFO("the host step of round(s) " << rounds_text(p.early_steps) << " began while that round's kernel was "
-         "still running" << (race ? " (each kernel waits 25 to 100 ms, at random, before writing)" : "")
+         "still running" << (race ? " (each kernel waits " + cml::fixed(p.max_delay_ms / 4, 1) + " to " +
+                                   cml::fixed(p.max_delay_ms, 1) + " ms, at random, before writing)"
+                                 : std::string())
          << ": a host that does not wait for the GPU races with it and may see old, new or mixed values. The host "
          "may touch lane.data only once the lane's stream is done with it (step 1; ./lab hint 03)");
     REQUIRE(p.early_steps.empty());
