@@ -1,0 +1,45 @@
+// What a chapter's tests can say about the learner's exercise.cu as source: that it is the
+// learner's own and not the solution pulled in by #include (which would pass every test
+// the solution passes). Header-only; the tests' own file locates the checkout (__FILE__).
+#pragma once
+
+#include "cml/sass.hpp"
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace cml::test {
+
+// The checkout's root, from a test source's __FILE__ (tests/test_NN_x.cpp): absolute, or
+// relative to the build folder ninja compiled it from (the test executable's folder's parent).
+inline std::string checkout_root(std::string test_file) {
+  if (test_file.empty() || test_file[0] != '/') {
+    const std::string exe = cml::sass::self_executable();
+    const auto tests_dir = exe.find_last_of('/');
+    const auto build_dir = tests_dir == std::string::npos ? std::string::npos : exe.find_last_of('/', tests_dir - 1);
+    test_file = (build_dir == std::string::npos ? std::string(".") : exe.substr(0, build_dir)) + "/" + test_file;
+  }
+  const auto slash = test_file.find_last_of('/');
+  const std::string tests = slash == std::string::npos ? "." : test_file.substr(0, slash);
+  return tests + "/..";
+}
+
+// "" when this executable is not the learner's (the solution's tests are not checked), or
+// when the learner's exercise.cu does not include anything from solutions/; else what the
+// learner sees.
+inline std::string exercise_includes_solution(const std::string& test_file, const std::string& chapter) {
+  if (cml::sass::self_executable().find("_learner") == std::string::npos) return "";
+  const std::string path = checkout_root(test_file) + "/chapters/" + chapter + "/exercise.cu";
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  static const std::regex include(R"(#\s*include\s*[<"][^">\n]*solutions[/\\])");
+  if (!std::regex_search(text.str(), include)) return "";
+  return "chapters/" + chapter + "/exercise.cu includes the solution: the tests check your code, so write it "
+         "(./lab reset " + chapter.substr(0, 2) + " restores the starter; ./lab hint " + chapter.substr(0, 2) + ")";
+}
+
+}  // namespace cml::test
