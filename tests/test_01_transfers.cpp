@@ -398,9 +398,11 @@ TEST_CASE("step 2: send_batched only enqueues: it returns while a kernel holds i
   CML_REQUIRE_TRACING();
   ch01::PieceSet set(1000, 4093, 7);
   cml::Stream stream;
+  // The recorder first: CUPTI's set-up in a fresh process can outlast the hold, which
+  // would make a send_batched that only enqueues look as if it had waited.
+  cml::api::Recorder recorder;
   Hold hold;
   hold.on(stream);
-  cml::api::Recorder recorder;
   ch01::send_batched(set.batch, set.staging, stream);
   const auto calls = recorder.stop();
   const cudaError_t still = cudaStreamQuery(stream);

@@ -248,8 +248,8 @@ TEST_CASE("step 1: run_staged only enqueues: it returns while a long kernel hold
   // Both orders: a wait placed in one of them only is still a wait.
   for (const auto order : {ch02::IssueOrder::Depth, ch02::IssueOrder::Breadth}) {
     CAPTURE(order_name(order));
+    cml::api::Recorder recorder;  // before the hold: CUPTI's set-up must not eat into it
     for (cudaStream_t st : streams.s) hold.on(st);
-    cml::api::Recorder recorder;
     ch02::run_staged(s.problem, streams.s, 16, order);
     const auto calls = recorder.stop();
     const cudaError_t still = cudaStreamQuery(streams.s.front());
