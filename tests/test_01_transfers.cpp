@@ -398,10 +398,10 @@ TEST_CASE("step 2: send_batched only enqueues: it returns while a kernel holds i
   CML_REQUIRE_TRACING();
   ch01::PieceSet set(1000, 4093, 7);
   cml::Stream stream;
-  // The recorder first: CUPTI's set-up in a fresh process can outlast the hold, which
-  // would make a send_batched that only enqueues look as if it had waited.
-  cml::api::Recorder recorder;
   Hold hold;
+  // The recorder before the hold's kernels: CUPTI's set-up in a fresh process can outlast
+  // them, which would make a send_batched that only enqueues look as if it had waited.
+  cml::api::Recorder recorder;
   hold.on(stream);
   ch01::send_batched(set.batch, set.staging, stream);
   const auto calls = recorder.stop();
