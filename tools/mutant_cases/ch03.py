@@ -83,12 +83,12 @@ MUTANTS = [
     Mutant("host function only in the first round",
            [("    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n",
              "    if (r == 0) CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n")],
-           "[step3][mechanism]", "cudaLaunchHostFunc call(s) for"),
+           "[step3][mechanism]", "round 1 was never signalled"),
     # Step 4: prefetch and advice.
     Mutant("no prefetch back to the CPU",
            [(TO_CPU, "  (void)lane;\n")], "[step4][mechanism]", "faulted the data back"),
     Mutant("no prefetch to the GPU",
-           [(TO_GPU, "  (void)lane;\n")], "[step4][mechanism]", "reached the GPU by page faults"),
+           [(TO_GPU, "  (void)lane;\n")], "[step4][mechanism]", "prefetch_to_gpu made 0 prefetch(es) of lane.data"),
     Mutant("prefetch to the GPU on a stream of its own",
            [(TO_GPU, "  static cudaStream_t own = [] { cudaStream_t s; cudaStreamCreateWithFlags(&s, "
                      "cudaStreamNonBlocking); return s; }();\n" + TO_GPU.replace("0, lane.stream)", "0, own)"))],
