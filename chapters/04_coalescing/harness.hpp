@@ -38,6 +38,12 @@ struct Pattern {
 // The chapter's sweeps of float copies: offsets 0 .. kSweepMax, strides 1 .. kSweepMax.
 constexpr std::size_t kSweepMax = 32;
 std::vector<Pattern> offset_sweep();
+// Elements the sweep's copy of p writes over `bytes` of input: a stride copy reads
+// n * stride elements, so its output shrinks with the stride and its input always spans the
+// working set; an offset copy leaves room for the largest offset.
+inline std::size_t sweep_n(const Pattern& p, std::size_t bytes) {
+  return p.kind == Pattern::Offset ? bytes / 4 - kSweepMax : bytes / 4 / p.k;
+}
 std::vector<Pattern> stride_sweep();
 
 // Floats on the device: an input in which no offset or stride finds another element's

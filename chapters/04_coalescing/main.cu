@@ -9,13 +9,13 @@
 //   ./lab run 04 -- --dram               also the sweeps' L2 and DRAM counters, from ncu
 #include "coalescing.cuh"
 #include "harness.hpp"
+#include "sweep_counters.hpp"
+#include "vector_variants.hpp"
 
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
-#include "cml/ncu.hpp"
 #include "cml/program.hpp"
 #include "cml/run.hpp"
-#include "cml/sass.hpp"
 #include "cml/stream.hpp"
 
 #include <cstdint>
@@ -102,80 +102,18 @@ bool run_copies(Context& c) {
   return ok;
 }
 
-// ---- What reaching cudaMemcpy with 16-byte accesses takes (docs/04, "The last few percent")
-// Variants of the float4 copy, n a multiple of 4, timed interleaved with cudaMemcpy in one
-// run: the grid's shape (grid-stride over a full GPU or a grid that covers the array,
-// threads per block), loads in flight per thread (unrolled), and the streaming cache hints.
-
-template <int kInFlight>
-__global__ void v4_grid_stride(const float4* __restrict__ in, float4* __restrict__ out, std::size_t groups) {
-  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  for (; i + (kInFlight - 1) * step < groups; i += kInFlight * step) {
-    float4 v[kInFlight];
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u) v[u] = in[i + u * step];
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u) out[i + u * step] = v[u];
-  }
-  for (; i < groups; i += step) out[i] = in[i];
-}
-
-// Each thread copies kPerThread float4, one block's width apart (so a warp stays coalesced).
-template <int kPerThread, bool kStreaming>
-__global__ void v4_cover(const float4* __restrict__ in, float4* __restrict__ out, std::size_t groups) {
-  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) * kPerThread + threadIdx.x;
-  float4 v[kPerThread];
-#pragma unroll
-  for (int u = 0; u < kPerThread; ++u) {
-    const std::size_t g = first + static_cast<std::size_t>(u) * blockDim.x;
-    if (g < groups) v[u] = kStreaming ? __ldcs(in + g) : in[g];
-  }
-#pragma unroll
-  for (int u = 0; u < kPerThread; ++u) {
-    const std::size_t g = first + static_cast<std::size_t>(u) * blockDim.x;
-    if (g < groups) {
-      if (kStreaming)
-        __stcs(out + g, v[u]);
-      else
-        out[g] = v[u];
-    }
-  }
-}
-
+// What reaching cudaMemcpy with 16-byte accesses takes (docs/04, "The last few percent"):
+// the learner's copy beside the variants of vector_variants.cu, interleaved with cudaMemcpy.
 bool run_vector(Context& c) {
-  const std::size_t n = c.s.bytes / 4, groups = n / 4;  // s.bytes is a multiple of 1 KiB
+  const std::size_t n = c.s.bytes / 4;  // s.bytes is a multiple of 1 KiB
   ch04::Arrays& a = c.arrays;
-  const auto* in = reinterpret_cast<const float4*>(a.in.data());
-  auto* out = reinterpret_cast<float4*>(a.out.data());
-  const auto blocks = [&](unsigned threads, int per_thread) {
-    return static_cast<unsigned>((groups + threads * per_thread - 1) / (threads * per_thread));
-  };
-  const unsigned full = ch04::grid_for(~std::size_t{0} >> 8);
   std::printf("\n== 16-byte copies of %s: what the last percent takes (interleaved with cudaMemcpy) ==\n",
               cml::format_bytes(c.s.bytes).c_str());
-  const std::vector<std::pair<std::string, cml::Work>> variants = {
+  std::vector<ch04::NamedCopy> variants = {
       {"cudaMemcpy device to device", a.memcpy_work(n)},
       {"copy_vectorized (yours)", [&](cudaStream_t st) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, st); }},
-      {"grid-stride, full GPU, 1 float4 in flight",
-       [&](cudaStream_t st) { v4_grid_stride<1><<<full, 256, 0, st>>>(in, out, groups); }},
-      {"grid-stride, full GPU, 4 float4 in flight",
-       [&](cudaStream_t st) { v4_grid_stride<4><<<full, 256, 0, st>>>(in, out, groups); }},
-      {"grid-stride, 4x the full GPU's blocks, 4 in flight",
-       [&](cudaStream_t st) { v4_grid_stride<4><<<4 * full, 256, 0, st>>>(in, out, groups); }},
-      {"covering grid, 1 float4 per thread, 256 threads",
-       [&](cudaStream_t st) { v4_cover<1, false><<<blocks(256, 1), 256, 0, st>>>(in, out, groups); }},
-      {"covering grid, 1 float4 per thread, 128 threads",
-       [&](cudaStream_t st) { v4_cover<1, false><<<blocks(128, 1), 128, 0, st>>>(in, out, groups); }},
-      {"covering grid, 1 float4 per thread, 1024 threads",
-       [&](cudaStream_t st) { v4_cover<1, false><<<blocks(1024, 1), 1024, 0, st>>>(in, out, groups); }},
-      {"covering grid, 2 float4 per thread (unrolled)",
-       [&](cudaStream_t st) { v4_cover<2, false><<<blocks(256, 2), 256, 0, st>>>(in, out, groups); }},
-      {"covering grid, 4 float4 per thread (unrolled)",
-       [&](cudaStream_t st) { v4_cover<4, false><<<blocks(256, 4), 256, 0, st>>>(in, out, groups); }},
-      {"covering grid, 1 float4 per thread, __ldcs/__stcs",
-       [&](cudaStream_t st) { v4_cover<1, true><<<blocks(256, 1), 256, 0, st>>>(in, out, groups); }},
   };
+  for (auto& v : ch04::vector_variants(a.in.data(), a.out.data(), n)) variants.push_back(std::move(v));
   bool ok = true;
   std::vector<cml::Work> works;
   for (const auto& [name, work] : variants) {
@@ -195,13 +133,6 @@ bool run_vector(Context& c) {
   return ok;
 }
 
-// Elements the sweep's copy of p writes: a stride copy reads n * stride elements, so its
-// output shrinks with the stride and its input always spans the working set; an offset
-// copy leaves room for the largest offset.
-std::size_t sweep_n(const Pattern& p, std::size_t bytes) {
-  return p.kind == Pattern::Offset ? bytes / 4 - ch04::kSweepMax : bytes / 4 / p.k;
-}
-
 // An offset or stride sweep of float copies, with the model's L1 efficiency beside each.
 bool run_sweep(Context& c, const char* name, const std::vector<Pattern>& sweep) {
   const double memcpy_gbps = c.memcpy_gbps();
@@ -210,7 +141,7 @@ bool run_sweep(Context& c, const char* name, const std::vector<Pattern>& sweep) 
   bool ok = true;
   cml::Table t(name, {name, "ms", "noise", "GB/s", "of cudaMemcpy", "model sectors/request", "model efficiency"});
   for (const Pattern& p : sweep) {
-    const std::size_t n = sweep_n(p, c.s.bytes);
+    const std::size_t n = ch04::sweep_n(p, c.s.bytes);
     const cml::Work w = [&](cudaStream_t st) { p.launch(c.arrays.in.data(), c.arrays.out.data(), n, st); };
     if (p.k <= 2 || p.k + 1 >= ch04::kSweepMax)  // the first few and the last two checked in full
       ok &= run_and_check(c, w, [&] { return c.arrays.verify_copy(p, n); }, p.name());
@@ -284,51 +215,13 @@ bool run_particles(Context& c) {
 // Each sweep kernel launched once, in order (offsets, then strides): what --dram profiles.
 bool run_profile_target(Context& c) {
   for (const auto& sweep : {ch04::offset_sweep(), ch04::stride_sweep()})
-    for (const Pattern& p : sweep) p.launch(c.arrays.in.data(), c.arrays.out.data(), sweep_n(p, c.s.bytes), c.stream);
+    for (const Pattern& p : sweep) p.launch(c.arrays.in.data(), c.arrays.out.data(), ch04::sweep_n(p, c.s.bytes), c.stream);
   CUDA_CHECK(cudaStreamSynchronize(c.stream));
   return true;
 }
 
-// What each sweep kernel cost beyond L1 (Nsight Compute on this program's profile-target
-// mode): the L2 requests and sectors its loads made, and the bytes DRAM really moved,
-// beside the bytes the copy wanted. The sector model counts L1 sectors; L2 and DRAM are
-// where the time goes.
 bool run_dram(Context& c) {
-  std::printf("\n== L2 and DRAM behind the sweeps (Nsight Compute) ==\n");
-  const std::vector<std::string> metrics = {"dram__bytes_read.sum", "dram__bytes_write.sum",
-                                            "lts__t_requests_srcunit_tex_op_read.sum",
-                                            "lts__t_sectors_srcunit_tex_op_read.sum"};
-  const auto r = cml::ncu::profile({cml::sass::self_executable(), std::string("--mode=") + kProfileTarget,
-                                    "--size=" + std::to_string(c.s.bytes), "--device=" + std::to_string(c.run.facts.index)},
-                                   "offset_copy|stride_copy", metrics, {"CML_TRACE=off"});
-  if (!r.ok) {
-    std::printf("(not measured: %s)\n", r.error.c_str());
-    return true;
-  }
-  std::vector<Pattern> sweeps = ch04::offset_sweep();
-  for (const Pattern& p : ch04::stride_sweep()) sweeps.push_back(p);
-  if (r.kernels.size() != sweeps.size()) {
-    std::printf("(ncu profiled %zu kernels, %zu expected: not shown)\n", r.kernels.size(), sweeps.size());
-    return true;
-  }
-  cml::Table t("dram", {"pattern", "k", "ms", "noise", "model L1 sectors/request", "L2 sectors/request",
-                        "L2 requests/request", "DRAM read / wanted", "model L1 moved / wanted", "DRAM GB/s (read + write)"});
-  for (std::size_t i = 0; i < sweeps.size(); ++i) {
-    const Pattern& p = sweeps[i];
-    const std::size_t n = sweep_n(p, c.s.bytes);
-    const cml::Stats st = c.time([&](cudaStream_t x) { p.launch(c.arrays.in.data(), c.arrays.out.data(), n, x); });
-    const double wanted = static_cast<double>(n) * 4, requests = static_cast<double>(n) / 32;  // one per warp
-    const auto value = [&](std::size_t m) {
-      const auto& v = r.kernels[i].values;
-      return v.count(metrics[m]) ? v.at(metrics[m]) : 0.0;
-    };
-    t.row({p.kind == Pattern::Offset ? "offset" : "stride", std::to_string(p.k), fixed(st.median_ms, 3),
-           cml::format_noise(st), fixed(p.model_sectors_per_request(), 2), fixed(value(3) / requests, 2),
-           fixed(value(2) / requests, 2), fixed(value(0) / wanted, 3), fixed(1.0 / p.model_efficiency(), 3),
-           fixed(cml::gbps(static_cast<std::size_t>(value(0) + value(1)), st.median_ms), 0)});
-  }
-  c.run.emit(t);
-  std::printf("(requests: one per warp and load instruction; DRAM GB/s: the bytes DRAM moved over the time)\n");
+  ch04::print_sweep_counters(c.run, c.s.bytes, c.arrays, c.stream, kProfileTarget);
   return true;
 }
 
