@@ -30,3 +30,35 @@ def device_label(folder, engines=False):
         parts.append(f"{d['copy_engines']} copy engines")
     parts += [f"PCIe gen {d['pcie_gen']} x{d['pcie_width']}", d["date"]]
     return ", ".join(parts)
+
+
+def paired_barh(path, labels, series, xlabel, title, width=8, log=False, label_size=8):
+    """Horizontal bars, two per label side by side: series is [(legend, values), (legend,
+    values)]. Writes `path` (PNG) and returns it."""
+    import matplotlib.pyplot as plt
+
+    y = range(len(labels))
+    fig, ax = plt.subplots(figsize=(width, 0.3 * len(labels) + 1.5))
+    for shift, (legend, values) in zip((-0.2, 0.2), series):
+        ax.barh([i + shift for i in y], values, height=0.4, label=legend)
+    ax.set_yticks(list(y))
+    ax.set_yticklabels(labels, fontsize=label_size)
+    ax.invert_yaxis()
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def number(text):
+    """A CSV cell as a float; NaN for '-' or anything that is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")

@@ -13,55 +13,26 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from plotting import device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-
-def number(text):
-    try:
-        return float(text)
-    except ValueError:
-        return float("nan")
+from plotting import device_label, number, paired_barh, read_csv  # noqa: E402  (sets matplotlib's backend)
 
 
 def wavefronts(folder, label):
     rows = [r for r in read_csv(folder / "model_vs_ncu.csv") if r["model wavefronts"] != "-"]
     names = [f"{r['experiment']} ({r['op']})" if r["experiment"].startswith("transpose") else r["experiment"]
              for r in rows]
-    y = range(len(rows))
-    fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.5))
-    ax.barh([i - 0.2 for i in y], [number(r["model wavefronts"]) for r in rows], height=0.4, label="bank model")
-    ax.barh([i + 0.2 for i in y], [number(r["ncu wavefronts"]) for r in rows], height=0.4, label="Nsight Compute")
-    ax.set_yticks(list(y))
-    ax.set_yticklabels(names, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel("shared-memory wavefronts (log scale)")
-    ax.set_title(f"Bank model against ncu: {label}", fontsize=9)
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(folder / "wavefronts.png", dpi=120)
-    return folder / "wavefronts.png"
+    return paired_barh(folder / "wavefronts.png", names,
+                       [("bank model", [number(r["model wavefronts"]) for r in rows]),
+                        ("Nsight Compute", [number(r["ncu wavefronts"]) for r in rows])],
+                       "shared-memory wavefronts (log scale)", f"Bank model against ncu: {label}",
+                       width=9, log=True, label_size=7)
 
 
 def transpose(folder, label):
     rows = read_csv(folder / "transpose.csv")
-    y = range(len(rows))
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.5))
-    ax.barh([i - 0.2 for i in y], [number(r["of cudaMemcpy"]) for r in rows], height=0.4, label="of cudaMemcpy")
-    ax.barh([i + 0.2 for i in y], [number(r["of copy_tiles"]) for r in rows], height=0.4, label="of copy_tiles")
-    ax.set_yticks(list(y))
-    ax.set_yticklabels([r["kernel"] for r in rows], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("speed, as a fraction")
-    ax.set_title(f"Transposes: {label}", fontsize=9)
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(folder / "transpose.png", dpi=120)
-    return folder / "transpose.png"
+    return paired_barh(folder / "transpose.png", [r["kernel"] for r in rows],
+                       [("of cudaMemcpy", [number(r["of cudaMemcpy"]) for r in rows]),
+                        ("of copy_tiles", [number(r["of copy_tiles"]) for r in rows])],
+                       "speed, as a fraction", f"Transposes: {label}")
 
 
 def main(argv):
