@@ -62,3 +62,19 @@ def number(text):
         return float(text)
     except ValueError:
         return float("nan")
+
+
+def plot_main(argv, figures):
+    """The body of a chapter's `plot.py DIR`: figures is [(csv file name, function(folder,
+    device label) -> png path)]; each figure whose CSV is in DIR is drawn. Exit code 0 when
+    something was drawn, 1 when DIR had none of the CSVs, 2 for a bad command line."""
+    import sys
+
+    if len(argv) != 2:
+        print("usage: plot.py DIR", file=sys.stderr)
+        return 2
+    folder = Path(argv[1])
+    label = device_label(folder)
+    wrote = [draw(folder, label) for name, draw in figures if (folder / name).exists()]
+    print("\n".join(str(w) for w in wrote) if wrote else f"no CSV files in {folder}")
+    return 0 if wrote else 1

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from plotting import device_label, number, paired_barh, read_csv  # noqa: E402  (sets matplotlib's backend)
+from plotting import number, paired_barh, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
 
 
 def wavefronts(folder, label):
@@ -36,18 +36,7 @@ def transpose(folder, label):
 
 
 def main(argv):
-    if len(argv) != 2:
-        print("usage: plot.py DIR", file=sys.stderr)
-        return 2
-    folder = Path(argv[1])
-    label = device_label(folder)
-    wrote = []
-    if (folder / "model_vs_ncu.csv").exists():
-        wrote.append(wavefronts(folder, label))
-    if (folder / "transpose.csv").exists():
-        wrote.append(transpose(folder, label))
-    print("\n".join(str(w) for w in wrote) if wrote else f"no CSV files in {folder}")
-    return 0 if wrote else 1
+    return plot_main(argv, [("model_vs_ncu.csv", wavefronts), ("transpose.csv", transpose)])
 
 
 if __name__ == "__main__":
