@@ -15,16 +15,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from plotting import device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
+from plotting import number, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
 
 import matplotlib.pyplot as plt  # noqa: E402
-
-
-def number(text):
-    try:
-        return float(text)
-    except ValueError:
-        return float("nan")
 
 
 def label_of(row):
@@ -77,18 +70,7 @@ def variants(folder, label):
 
 
 def main(argv):
-    if len(argv) != 2:
-        print("usage: plot.py DIR", file=sys.stderr)
-        return 2
-    folder = Path(argv[1])
-    label = device_label(folder)
-    wrote = []
-    if (folder / "shmoo.csv").exists():
-        wrote.append(shmoo(folder, label))
-    if (folder / "variants.csv").exists():
-        wrote.append(variants(folder, label))
-    print("\n".join(str(w) for w in wrote) if wrote else f"no CSV files in {folder}")
-    return 0 if wrote else 1
+    return plot_main(argv, [("shmoo.csv", shmoo), ("variants.csv", variants)])
 
 
 if __name__ == "__main__":
