@@ -8,6 +8,7 @@
 //   meson test -C build "ch01 solution"   against the solution
 //   build/tests/test_ch01_solution "[.measure]"   both sides of the speed bars
 #include "api_calls.hpp"
+#include "exercise_source.hpp"
 #include "gpu.hpp"
 #include "harness.hpp"
 #include "pinned.hpp"
@@ -66,6 +67,7 @@ struct Pinned {
   }
   Pinned(const Pinned&) = delete;
   Pinned& operator=(const Pinned&) = delete;
+  std::byte* data() const { return p; }
   std::size_t bytes;
   std::byte* p;
 };
@@ -172,6 +174,28 @@ Released released(F&& release, const char* crash_note) {
 }
 std::string threw_text(const Released& r) { return r.threw.empty() ? "" : " (it failed: " + r.threw + ")"; }
 
+// Round trips of every size through a fresh Buffer (Pinned or Registered): each copy must
+// return at once (queued behind the hold, as only a copy from page-locked memory can) and
+// bring the data back exact. `still_pageable` is what a copy that waited means.
+template <class Buffer>
+void check_async_round_trips(unsigned seed_offset, const char* still_pageable) {
+  cml::test::device();
+  Hold hold;
+  const unsigned seed = std::random_device{}();
+  CAPTURE(seed);
+  for (const std::size_t n : trip_sizes(seed)) {
+    CAPTURE(n);
+    Buffer buf(n);
+    const Trip t = async_round_trip(buf.data(), n, seed + seed_offset, hold);
+    {
+      INFO(still_pageable);
+      CHECK(t.returned_early);
+    }
+    INFO(t.result.describe());
+    CHECK(t.result.ok);
+  }
+}
+
 // The kinds of memory the traced copies of one direction came from or went to.
 std::string kinds_of(const std::vector<cml::trace::CopyRecord>& copies, bool source) {
   std::string out;
@@ -184,41 +208,15 @@ std::string kinds_of(const std::vector<cml::trace::CopyRecord>& copies, bool sou
 // ---- Step 1 ------------------------------------------------------------------------------
 
 TEST_CASE("step 1: an asynchronous round trip through allocate_pinned's buffer returns at once and is exact", "[ch01][step1][correctness]") {
-  cml::test::device();
-  Hold hold;
-  const unsigned seed = std::random_device{}();
-  CAPTURE(seed);
-  for (const std::size_t n : trip_sizes(seed)) {
-    CAPTURE(n);
-    Pinned buf(n);
-    const Trip t = async_round_trip(buf.p, n, seed + 11, hold);
-    {
-      INFO("cudaMemcpyAsync into allocate_pinned's buffer waited for the work queued before it: with pageable memory "
-           "the copy cannot be asynchronous. Allocate page-locked memory (step 1; ./lab hint 01)");
-      CHECK(t.returned_early);
-    }
-    INFO(t.result.describe());
-    CHECK(t.result.ok);
-  }
+  check_async_round_trips<Pinned>(11, "cudaMemcpyAsync into allocate_pinned's buffer waited for the work queued before "
+                                      "it: with pageable memory the copy cannot be asynchronous. Allocate page-locked "
+                                      "memory (step 1; ./lab hint 01)");
 }
 
 TEST_CASE("step 1: an asynchronous round trip through a buffer pinned in place returns at once and is exact", "[ch01][step1][correctness]") {
-  cml::test::device();
-  Hold hold;
-  const unsigned seed = std::random_device{}();
-  CAPTURE(seed);
-  for (const std::size_t n : trip_sizes(seed)) {
-    CAPTURE(n);
-    Registered buf(n);
-    const Trip t = async_round_trip(buf.data(), n, seed + 12, hold);
-    {
-      INFO("cudaMemcpyAsync into a buffer after pin_existing waited for the work queued before it: the buffer is "
-           "still pageable. Page-lock the range in place (step 1; ./lab hint 01)");
-      CHECK(t.returned_early);
-    }
-    INFO(t.result.describe());
-    CHECK(t.result.ok);
-  }
+  check_async_round_trips<Registered>(12, "cudaMemcpyAsync into a buffer after pin_existing waited for the work queued "
+                                          "before it: the buffer is still pageable. Page-lock the range in place "
+                                          "(step 1; ./lab hint 01)");
 }
 
 TEST_CASE("step 1: allocate_pinned returns page-locked memory that copies read directly, and free_pinned releases it with cudaFreeHost", "[ch01][step1][mechanism]") {
@@ -568,12 +566,7 @@ TEST_CASE("step 2: measure both sides of the speed bars", "[ch01][step2][.measur
 // ---- Your own work ----------------------------------------------------------------------
 
 TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build", "[ch01][step1][integrity]") {
-  if (!cml::test::learner_build()) {
-    SUCCEED("the solution's own build");
-    return;
-  }
-  INFO("your build contains the solution's exercise.cu (its marker symbol cml_ch01_solution_tu): an exercise.cu "
-       "that includes or copies solutions/01_transfers/exercise.cu teaches nothing; write the steps yourself "
-       "(./lab hint 01)");
-  CHECK(&cml_ch01_solution_tu == nullptr);
+  const std::string err = cml::test::solution_linked_error(&cml_ch01_solution_tu, "01_transfers");
+  INFO(err);
+  CHECK(err.empty());
 }

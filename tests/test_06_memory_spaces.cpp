@@ -10,6 +10,7 @@
 //   meson test -C build "ch06 solution"   against the solution
 #include "harness.hpp"
 #include "memory_spaces.cuh"
+#include "enqueue_only.hpp"
 #include "gpu.hpp"
 
 #include "cml/buffers.hpp"
@@ -49,43 +50,6 @@ const std::map<std::string, ch06::KernelCode>& own_code() {
   } catch (const cml::Skip& e) {                                   \
     CML_SKIP(e.what());                                            \
   }
-
-// The function only enqueues its kernel on the stream given: captured into a graph, it
-// must leave exactly `kernels` kernel nodes and nothing else.
-template <class F>
-std::string capture_error(F enqueue, std::size_t kernels) {
-  cml::Stream s;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  try {
-    enqueue(static_cast<cudaStream_t>(s));
-  } catch (const std::exception& e) {
-    cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(s, &g);
-    if (g != nullptr) cudaGraphDestroy(g);
-    cudaGetLastError();
-    return std::string("it failed while its stream was captured (a synchronising call, or another stream?): ") + e.what();
-  }
-  cudaGraph_t g = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(s, &g);
-  cudaGetLastError();
-  if (end != cudaSuccess || g == nullptr)
-    return std::string("the capture of its stream broke (") + cudaGetErrorString(end) + "): it synchronised or used another stream";
-  std::size_t nodes = 0;
-  CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
-  std::vector<cudaGraphNode_t> list(nodes);
-  if (nodes > 0) CUDA_CHECK(cudaGraphGetNodes(g, list.data(), &nodes));
-  std::size_t k = 0;
-  for (auto node : list) {
-    cudaGraphNodeType t{};
-    CUDA_CHECK(cudaGraphNodeGetType(node, &t));
-    k += t == cudaGraphNodeTypeKernel ? 1 : 0;
-  }
-  CUDA_CHECK(cudaGraphDestroy(g));
-  if (k != kernels || nodes != kernels)
-    return "it enqueued " + std::to_string(nodes) + " operation(s), " + std::to_string(k) + " kernel(s); want " +
-           std::to_string(kernels) + " kernel(s) and nothing else";
-  return "";
-}
 
 // ---- Step 1 helpers ---------------------------------------------------------------------
 
@@ -137,7 +101,7 @@ TEST_CASE("step 1: fir_registers filters every shape exactly", "[ch06][step1][co
   for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}}) {
     cml::DeviceBuffer<float> in(64 * 96), out(64 * 96);
     const auto taps = ch06::fir_taps();
-    const std::string err = capture_error(
+    const std::string err = cml::test::enqueue_only_error(
         [&](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), rows, cols, taps, s); }, kernels);
     INFO("fir_registers on " << rows << " x " << cols << ": " << err
                              << " (memory_spaces.cuh: it only enqueues its kernel on `stream`; an empty matrix enqueues nothing)");
@@ -213,7 +177,7 @@ TEST_CASE("step 2: mix_constant mixes every size exactly, with the matrix set_mi
   }
   for (const auto& [n, kernels] : {std::pair<int, std::size_t>{1000, 1}, {0, 0}}) {
     cml::DeviceBuffer<float> in(16000), out(16000);
-    const std::string err = capture_error([&](cudaStream_t s) { ch06::mix_constant(in.data(), out.data(), n, s); }, kernels);
+    const std::string err = cml::test::enqueue_only_error([&](cudaStream_t s) { ch06::mix_constant(in.data(), out.data(), n, s); }, kernels);
     INFO("mix_constant with n = " << n << ": " << err << " (memory_spaces.cuh: only enqueues its kernel on `stream`)");
     CHECK(err.empty());
   }

@@ -13,6 +13,7 @@
 #include "harness.hpp"
 #include "memcpy_async.cuh"
 #include "exercise_source.hpp"
+#include "enqueue_only.hpp"
 #include "gpu.hpp"
 
 #include "cml/buffers.hpp"
@@ -110,8 +111,8 @@ void check_sums(SumFn fn, bool staged, const char* step) {
       }
 }
 
-// The function only enqueues its kernel on the stream it is given: captured into a graph it
-// leaves exactly one kernel node, also for n == 0 (the partials are still written).
+// The function only enqueues its kernel on the stream it is given: one kernel, also for
+// n == 0 (the partials are still written).
 std::string capture_error(SumFn fn, std::size_t n, int stages) {
   cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
   Job job;
@@ -120,39 +121,7 @@ std::string capture_error(SumFn fn, std::size_t n, int stages) {
   job.partial = partial.data();
   job.blocks = 4;
   job.stages = stages;
-  cml::Stream s;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  try {
-    fn(job, s);
-  } catch (const std::exception& e) {
-    cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(s, &g);
-    if (g != nullptr) cudaGraphDestroy(g);
-    cudaGetLastError();
-    return std::string("it failed while its stream was captured (a synchronising call, or work on another stream?): ") +
-           e.what();
-  }
-  cudaGraph_t g = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(s, &g);
-  cudaGetLastError();
-  if (end != cudaSuccess || g == nullptr)
-    return std::string("the capture of its stream broke (") + cudaGetErrorString(end) +
-           "): it synchronised or used another stream while enqueuing";
-  std::size_t nodes = 0;
-  CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
-  std::vector<cudaGraphNode_t> list(nodes);
-  if (nodes > 0) CUDA_CHECK(cudaGraphGetNodes(g, list.data(), &nodes));
-  std::size_t kernels = 0;
-  for (auto node : list) {
-    cudaGraphNodeType t{};
-    CUDA_CHECK(cudaGraphNodeGetType(node, &t));
-    kernels += t == cudaGraphNodeTypeKernel ? 1 : 0;
-  }
-  CUDA_CHECK(cudaGraphDestroy(g));
-  if (kernels != 1 || nodes != 1)
-    return "it enqueued " + std::to_string(nodes) + " operation(s), " + std::to_string(kernels) +
-           " kernel(s); want one kernel and nothing else";
-  return "";
+  return cml::test::enqueue_only_error([&](cudaStream_t s) { fn(job, s); }, 1);
 }
 
 void check_enqueues_only(SumFn fn, const char* name, int stages) {

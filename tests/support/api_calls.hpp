@@ -47,14 +47,6 @@ inline bool is_blocking_call(const std::string& full_name) {
   return false;
 }
 
-// True in the executable built with the learner's exercise.cu (test_chNN_learner), false in
-// the one built with the solution: what the check that exercise.cu is not the solution needs.
-inline bool learner_build() {
-  char path[4096] = {};
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  return n > 0 && std::strstr(path, "_learner") != nullptr;
-}
-
 // The blocking calls in `calls`, "cudaStreamSynchronize x3, cudaMemcpy" ("" when none).
 inline std::string blocking_calls(const cml::api::Calls& calls) {
   std::vector<std::pair<std::string, int>> seen;

@@ -42,4 +42,15 @@ inline std::string exercise_includes_solution(const std::string& test_file, cons
          "(./lab reset " + chapter.substr(0, 2) + " restores the starter; ./lab hint " + chapter.substr(0, 2) + ")";
 }
 
+// "" unless this is the learner's build and it links the solution's exercise.cu: that file
+// defines a marker symbol, cml_chNN_solution_tu, which the tests reference weakly (its
+// address is null when absent). Else what the learner sees.
+inline std::string solution_linked_error(const void* marker, const std::string& chapter) {
+  if (cml::sass::self_executable().find("_learner") == std::string::npos || marker == nullptr) return "";
+  const std::string num = chapter.substr(0, 2);
+  return "your build contains the solution's exercise.cu (its marker symbol cml_ch" + num + "_solution_tu): an "
+         "exercise.cu that includes or copies solutions/" + chapter + "/exercise.cu teaches nothing; write the "
+         "steps yourself (./lab hint " + num + ")";
+}
+
 }  // namespace cml::test
