@@ -42,22 +42,23 @@ extern "C" __attribute__((weak)) const int cml_ch03_solution_tu;
 namespace {
 
 // ---- Bars ----------------------------------------------------------------------------------
-// PROVISIONAL: to be set from five runs each side on the GPU. How much longer than its
-// kernels' own waits a round may take (host step, prefetches, launch and wake-up included).
-// Expected sides: the solution a few ms; the fastest mistake, a fixed pause just over the
-// longest delay (kMaxDelayMs), overshoots by ~0.375 x kMaxDelayMs per round on average.
-constexpr double kLateMsPerRound = 20.0;
-// PROVISIONAL: to be set from five runs each side on the GPU. The lane thread's CPU time
-// over its wall time while the rounds' kernels wait: a thread that sleeps on the signal is
-// near 0, one that spins (on cudaStreamQuery, on signal.done()) near 1.
+// The bars sit mid-gap between the solution and the fastest taught mistake that the bar is
+// there to catch, five runs each (build/tests/test_ch03_solution "[.measure]"; figures
+// from the H100, 2026-11-23). Where the sides are far apart, "mid" is geometric.
+// How much longer than its kernels' own waits a round may take (host step, prefetches,
+// launch and wake-up included): the solution 1.7-1.9 ms; a fixed pause just over the
+// longest delay 34.5-55.6 ms. Middle: 8 ms. (Sleep-and-poll loops come in at 2.8-6.6 ms:
+// the switches bar catches those.)
+constexpr double kLateMsPerRound = 8.0;
+// The lane thread's CPU time over its wall time while the rounds' kernels wait: the
+// solution 0.012-0.021; spinning on cudaStreamQuery 0.998-0.999. Middle: 0.45.
 constexpr double kMaxBusyFraction = 0.45;
-// PROVISIONAL: to be set from five runs each side on the GPU. Voluntary context switches of
-// the lane thread per round: one wait on the signal is a few; a sleep-and-poll loop, one per
-// nap.
-constexpr double kMaxSwitchesPerRound = 12.0;
-// PROVISIONAL: to be set from five runs each side on the GPU. Prefetch to the GPU over an
-// explicit copy from pinned memory, speed (the copy's time over the prefetch's). Sides: the
-// solution reached 0.91 on the H200; the taught mistake, a prefetch page by page, far below.
+// Voluntary context switches of the lane thread per round: the solution 3.0-3.1; a 5 ms
+// nap-and-poll loop 13.1-17.5, a 1 ms one 58-74. Middle of 3.1 and 13.1: 7.
+constexpr double kMaxSwitchesPerRound = 7.0;
+// Prefetch to the GPU over an explicit copy from pinned memory, speed (the copy's time over
+// the prefetch's): the solution 0.92 (0.91 on the H200); the taught mistake, a prefetch in
+// 2 MiB pieces, 0.31-0.32. Middle: 0.6.
 constexpr double kPrefetchOverCopy = 0.6;
 // Each kernel of the race tests waits 0.25 to 1 x this before writing.
 constexpr double kMaxDelayMs = 100.0;

@@ -39,19 +39,21 @@ extern "C" __attribute__((weak)) const int cml_ch04_solution_tu;
 namespace {
 
 // ---- Bars ----------------------------------------------------------------------------------
-// PROVISIONAL: to be set from five runs each side on the GPU. Step 1: the learner's copy's
-// speed over the plain one-float-per-thread grid-stride loop's (offset_copy at offset 0),
-// timed interleaved in the same run. The plain loop is the mistake step 1 names (0.72 of
-// cudaMemcpy on the H200); four loads in flight per thread is the slowest correct answer.
+// The bars sit mid-gap between the slowest correct answer and the fastest taught mistake,
+// five runs each: build/tests/test_ch04_solution "[.measure]" for the solution, and the
+// same case built with a mutant of tools/mutant_cases/ch04.py for each mistake. Figures
+// from the H100, 2026-11-23.
+// Step 1: the learner's copy's speed over the plain one-float-per-thread grid-stride loop's
+// (offset_copy at offset 0), timed interleaved in the same run. The solution (four loads
+// in flight per thread) 1.15-1.20; the plain loop over itself 0.99-1.04 (the mistake step
+// 1 names), one block 0.01. Middle of 1.04 and 1.15: 1.10.
 constexpr double kStep1OverPlain = 1.10;
-// PROVISIONAL: to be set from five runs each side on the GPU. Step 3: records' time over
-// arrays' time (the arrays move 24 of every 64 bytes the records do, read and written).
-// Sides: the solution 3.26-3.35x on the H200; mistakes (too few blocks, the records left in
-// place) at 1x or below.
+// Step 3: records' time over arrays' time (the arrays move 24 of every 64 bytes the records
+// do, read and written). The solution 3.16-3.36 (3.26-3.35 on the H200); the records left
+// in place 1.0 by construction, the arrays updated by one block 0.01. Middle: 2.0.
 constexpr double kStep3Speedup = 2.0;
-// PROVISIONAL: to be set from five runs each side on the GPU. Step 4: scale's speed over
-// the plain coalesced copy's (same bytes moved). Sides: the solution 1.00 on the H200, the
-// taught mistake (the starter's runs of 32 per thread) 0.13.
+// Step 4: scale's speed over the plain coalesced copy's (same bytes moved). The solution
+// 0.98-1.04 (1.00 on the H200); the starter's runs of 32 per thread 0.13. Middle: 0.55.
 constexpr double kStep4OverPlain = 0.55;
 
 // Sizes are not round, and not the same from one run to the next: no size can be special.
