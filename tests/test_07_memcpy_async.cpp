@@ -10,6 +10,7 @@
 //
 //   ./lab check 07                        against your exercise.cu
 //   meson test -C build "ch07 solution"   against the solution
+//   build/tests/test_ch07_solution "[.measure]"   both sides of the speed bars, five runs
 #include "harness.hpp"
 #include "memcpy_async.cuh"
 #include "exercise_source.hpp"
@@ -433,6 +434,43 @@ TEST_CASE("step 3: copy-bound, the pipeline reads at kPipelineOverReadOnly of a 
   INFO("sum_pipeline at 3 stages, 4 blocks per SM, no compute: " << cml::ratio_text(bs, fs) << " of the read-only "
        "kernel; want " << kPipelineOverReadOnly << " (step 3; ./lab hint 07)");
   CHECK(r >= kPipelineOverReadOnly);
+}
+
+// Not a test: both sides of every speed bar of steps 3 and 4, five runs, in this build (the
+// solution's, or a mutant's). Mistake sides: one stage (no overlap) for steps 3's bars, the
+// 4-byte copies of step 3 for step 4's.
+TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][.measure]") {
+  CML_NEED_SM80();
+  const auto& d = cml::test::device();
+  std::printf("device %s\n", d.name.c_str());
+  for (int run = 0; run < 5; ++run) {
+    for (const int per_sm : {2, 4}) {
+      const std::size_t n = large_words();
+      const int blocks = per_sm * d.sm_count;
+      cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
+      CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
+      Job j;
+      j.in = in.data();
+      j.n = n;
+      j.partial = partial.data();
+      j.blocks = blocks;
+      const auto with = [&](SumFn fn, int stages) {
+        return [fn, stages, j](cudaStream_t x) mutable { j.stages = stages; fn(j, x); };
+      };
+      cml::Stream s;
+      const auto st = cml::time_interleaved({with(ch07::sum_read_only, 1), with(ch07::sum_sync, 1),
+                                             with(ch07::sum_pipeline, 1), with(ch07::sum_pipeline, 3),
+                                             with(ch07::sum_fast, 3)}, s, {2, 10});
+      std::printf("run %d, %d blocks per SM: pipeline 3 stages over 1 %s (bar %.2f); over sync %s, 1 stage over "
+                  "sync %s (bar %.2f); of read-only: pipeline %s, 1 stage %s (bar %.2f), fast %s (bar %.2f)\n",
+                  run, per_sm, cml::ratio_text(st[2], st[3]).c_str(), kStagesOverOne,
+                  cml::ratio_text(st[1], st[3]).c_str(), cml::ratio_text(st[1], st[2]).c_str(), kPipelineOverSync,
+                  cml::ratio_text(st[0], st[3]).c_str(), cml::ratio_text(st[0], st[2]).c_str(),
+                  kPipelineOverReadOnly, cml::ratio_text(st[0], st[4]).c_str(), kFastOverReadOnly);
+    }
+  }
+  std::fflush(stdout);
+  SUCCEED();
 }
 
 // ---- Step 4 -----------------------------------------------------------------------------

@@ -15,6 +15,9 @@ __device__ __forceinline__ Word compute_tile(const Word* tile, int count, int co
   const int first = 4 * static_cast<int>(threadIdx.x);
   if (first + 4 <= count) {
     const uint4 v = *reinterpret_cast<const uint4*>(tile + first);  // LDS.128: tiles are 16-byte aligned
+    // Copy-bound (compute 0): no work loops at all. Their tests cost little, but in a loop
+    // that moves 16 bytes per thread per tile every instruction shows in the bandwidth.
+    if (compute == 0) return acc + v.x + v.y + v.z + v.w;
     acc += work(v.x, compute) + work(v.y, compute) + work(v.z, compute) + work(v.w, compute);
   } else {
     for (int i = first; i < count; ++i) acc += work(tile[i], compute);

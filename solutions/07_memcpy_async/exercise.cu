@@ -91,7 +91,9 @@ namespace {
 // fast path, the 16-byte piece of words 4t .. 4t + 3 when it is whole (one
 // LDGSTS.E.BYPASS.128: 16-byte aligned on both sides, since tiles start at multiples of
 // 4 KiB and `in` comes from cudaMalloc) and its 1-3 words one by one when the array ends
-// inside it: a 16-byte copy there would read past in[n - 1].
+// inside it: a 16-byte copy there would read past in[n - 1]. A whole tile, the common
+// case, takes a loop of known length (unrolled: no loop test, no 64-bit compare per word);
+// only the short last tile takes the loop bounded by `count`.
 template <bool Fast>
 __device__ __forceinline__ void copy_share(Word* dst, const Word* src, int count,
                                            cuda::pipeline<cuda::thread_scope_thread>& pipe) {
@@ -102,11 +104,23 @@ __device__ __forceinline__ void copy_share(Word* dst, const Word* src, int count
     } else {
       for (int i = first; i < count; ++i) cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);
     }
+  } else if (count == kTileWords) {
+#pragma unroll
+    for (int q = 0; q < kTileWords / kThreads; ++q) {
+      const int i = static_cast<int>(threadIdx.x) + q * kThreads;
+      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);
+    }
   } else {
     for (int i = static_cast<int>(threadIdx.x); i < count; i += kThreads)
       cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);
   }
 }
+
+// The buffer after `slot`, wrapping at `stages`. The k-th tile lives in buffer k % stages,
+// but k is 64-bit: k % stages in the loop is a 64-bit division per tile, dozens of
+// instructions for a loop that moves 16 bytes per thread (it cost 10-25 % of the
+// bandwidth on the H100). Two counters that wrap give the same buffers for nothing.
+__device__ __forceinline__ int next_slot(int slot, int stages) { return slot + 1 == stages ? 0 : slot + 1; }
 
 // A thread-scope pipeline (cuda::make_pipeline: each thread's own cp.async groups) and a
 // __syncthreads after the wait, rather than the guide's block-scope pipeline with
@@ -123,6 +137,8 @@ __device__ __forceinline__ void sum_pipelined(const Job& job) {
   cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
   const std::size_t tiles = tile_count(job.n);
   const int stages = job.stages;
+  int fill = 0;  // the buffer the next fetch writes: tile k's, k % stages
+  int use = 0;   // the buffer of the tile computed on next
   // Every thread commits once per call, with or without a tile to copy, so that the
   // count of committed stages is the same in every thread and consumer_wait (wait for all
   // but the newest stages - 1 stages) always means "tile k has landed".
@@ -131,8 +147,9 @@ __device__ __forceinline__ void sum_pipelined(const Job& job) {
     pipe.producer_acquire();
     if (t < tiles) {
       const TileSpan s = tile_span(job, t);
-      copy_share<Fast>(stage_buf + (k % stages) * kTileWords, job.in + s.first, s.count, pipe);
+      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count, pipe);
     }
+    fill = next_slot(fill, stages);
     // The short last tile sends the lanes of a warp down different branches above. Commits
     // are entangled per warp: converged lanes commit as one, diverged lanes each advance
     // the warp's shared sequence, and later waits then wait for more than they need.
@@ -142,12 +159,13 @@ __device__ __forceinline__ void sum_pipelined(const Job& job) {
   for (int k = 0; k + 1 < stages; ++k) fetch(k);
   Word acc = 0;
   for (std::size_t k = 0, t = blockIdx.x; t < tiles; ++k, t += gridDim.x) {
-    // The stage refilled here was last read in iteration k - 1, behind its closing barrier.
+    // The buffer refilled here was last read in iteration k - 1, behind its closing barrier.
     fetch(k + stages - 1);
     pipe.consumer_wait();  // this thread's copies of tile k have landed...
     __syncthreads();       // ...and every other thread's too
-    acc = compute_tile(stage_buf + (k % stages) * kTileWords, tile_span(job, t).count, job.compute, acc);
-    __syncthreads();       // every thread is done with stage k % stages before it is refilled
+    acc = compute_tile(stage_buf + use * kTileWords, tile_span(job, t).count, job.compute, acc);
+    use = next_slot(use, stages);
+    __syncthreads();       // every thread is done with this buffer before it is refilled
     pipe.consumer_release();
   }
   finish_block(acc, job.partial);

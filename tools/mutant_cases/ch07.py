@@ -43,14 +43,16 @@ MUTANTS = [
     # threads of a warp (the tail) and from the pipeline's depth, and consumer_wait's "all
     # but the newest stages - 1" no longer means "tile k landed".
     Mutant("a commit per copy, not per stage (the wait counts the wrong groups)",
-           [("      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n  }\n}",
+           [("      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n    }\n  } else {",
+             "      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n      pipe.producer_commit();\n    }\n  } else {"),
+            ("      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n  }\n}",
              "    {\n      cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n      pipe.producer_commit();\n    }\n  }\n}")],
            "[step3][correctness]", "a thread read a tile before its copy completed"),
-    # Step 3. The power-of-two habit: k & (stages - 1) is k % stages for 1, 2 and 4 stages
-    # only; at 3, tiles 0 and 1 share buffer 0 while both are in flight.
-    Mutant("a stage index that wraps wrongly (k & (stages - 1))",
-           [("stage_buf + (k % stages) * kTileWords", "stage_buf + (k & (stages - 1)) * kTileWords"),
-            ("stage_buf + (k % stages) * kTileWords", "stage_buf + (k & (stages - 1)) * kTileWords")],
+    # Step 3. The power-of-two habit: (slot + 1) & (stages - 1) wraps like a modulo for 1, 2
+    # and 4 stages only; at 3 the counter sticks at buffer 2, which tiles 2, 3, 4 ... then
+    # share while they are in flight.
+    Mutant("a stage index that wraps wrongly ((slot + 1) & (stages - 1))",
+           [("return slot + 1 == stages ? 0 : slot + 1;", "return (slot + 1) & (stages - 1);")],
            "[step3][correctness]", "the stage index wraps wrongly"),
     # Step 4. 4-byte copies on the fast path: LDGSTS.E, no .BYPASS.128.
     Mutant("the fast path without aligned_size_t (4-byte copies)",
