@@ -1,0 +1,54 @@
+// Chapter 08 — what the program's modes share: the settings from the command line, the
+// run, a stream, and the modes themselves (modes_copy.cu: the tile copy and the experiment;
+// modes_sum.cu: the pipelines, checked and timed). main.cu parses and dispatches.
+#pragma once
+
+#include "harness.hpp"
+
+#include "cml/errors.hpp"
+#include "cml/run.hpp"
+#include "cml/stream.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ch08 {
+
+struct Settings {
+  std::string mode = "all";
+  std::string variant = "all";
+  std::uint64_t size = 1ull << 30;  // bytes of the array (and of the matrix of --mode=tma)
+  int stages = 3;
+  int compute = 0;
+  int blocks_per_sm = 4;
+  std::size_t cols = 8191;  // --mode=tma's matrix: words per row
+};
+
+struct Context {
+  const Settings& s;
+  cml::Run run;
+  cml::Stream stream{cudaStreamNonBlocking};
+
+  bool sm90() const { return run.facts.cc() >= 90; }
+  // Why an sm_90 part cannot run here ("" when it can).
+  std::string sm90_missing(const std::string& what) const {
+    if (sm90()) return "";
+    return what + " needs compute capability 9.0 (bulk copies, mbarrier transaction counts, TMA); " + run.facts.name +
+           " is " + std::to_string(run.facts.cc_major) + "." + std::to_string(run.facts.cc_minor);
+  }
+  // Throws cml::Skip (exit 77) with the reason when the GPU lacks sm_90.
+  void require_sm90(const std::string& what) const {
+    if (!sm90()) throw cml::Skip(sm90_missing(what));
+  }
+  int blocks(int per_sm) const { return per_sm * run.facts.sm_count; }
+};
+
+bool copy_mode(Context& c);       // every width and cache level of the tile copy, checked and timed
+bool reverse_mode(Context& c);    // the source's experiment, and a neighbour's element with and without a barrier
+bool check_mode(Context& c);      // every pipeline against the CPU
+bool variants_mode(Context& c);   // the pipelines timed beside chapter 07's
+bool sweep_mode(Context& c);      // stages x blocks per SM
+bool tma_mode(Context& c);        // a pitched matrix through the tensor memory accelerator
+
+}  // namespace ch08

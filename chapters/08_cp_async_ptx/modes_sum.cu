@@ -1,0 +1,321 @@
+// Chapter 08 — the program's pipeline modes: every pipeline against the CPU, the timed
+// comparison with chapter 07's cuda::pipeline on the same job, the stages x occupancy
+// sweep, and a pitched matrix through the tensor memory accelerator. See modes.hpp.
+#include "modes.hpp"
+
+#include "cml/buffers.hpp"
+#include "cml/errors.hpp"
+#include "cml/table.hpp"
+#include "cml/timing.hpp"
+#include "cml/verify.hpp"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace ch08 {
+
+namespace {
+
+using cml::fixed;
+
+// What one run of a pipeline gave: its partial sums, and why a wait gave up ("" if none).
+struct Outcome {
+  std::vector<Word> partials;
+  std::string stalled;
+};
+
+template <class Launch>
+Outcome run_once(Launch&& launch, Word* partial, int blocks, DeviceReport& report, cudaStream_t stream) {
+  report.reset();
+  CUDA_CHECK(cudaMemsetAsync(partial, 0xFF, static_cast<std::size_t>(blocks) * sizeof(Word), stream));
+  launch(stream);
+  Outcome o{std::vector<Word>(static_cast<std::size_t>(blocks)), ""};
+  CUDA_CHECK(cudaMemcpyAsync(o.partials.data(), partial, o.partials.size() * sizeof(Word), cudaMemcpyDeviceToHost,
+                             stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  o.stalled = describe(report.read());
+  return o;
+}
+
+// Reports a wrong outcome under `what`; true when right.
+bool judge(const Outcome& o, const cml::VerifyResult& r, const std::string& what) {
+  if (!o.stalled.empty()) {
+    std::printf("%s: FAILED: %s\n", what.c_str(), o.stalled.c_str());
+    return false;
+  }
+  return r.ok || cml::report(r, what);
+}
+
+std::vector<const Variant*> chosen_variants(const Context& c, bool with_references) {
+  std::vector<const Variant*> out;
+  for (const auto& v : variants()) {
+    const bool reference = v.step == 0;
+    if (c.s.variant == "all" || c.s.variant == v.name || (with_references && reference)) {
+      if (v.sm90 && !c.sm90()) {
+        std::printf("%s: skipped: %s\n", v.name, c.sm90_missing(v.name).c_str());
+        continue;
+      }
+      out.push_back(&v);
+    }
+  }
+  return out;
+}
+
+// The matrix view of a 1D array for the TMA rows of the timed comparisons: rows of 8192
+// words (32 KiB: a multiple of 16 bytes, no padding), as many as the array holds whole.
+Matrix matrix_view(const Word* in, std::size_t n) {
+  Matrix m;
+  m.data = in;
+  m.cols = m.pitch = 8192;
+  m.rows = n / m.cols;
+  return m;
+}
+
+bool check_tma(Context& c, DeviceReport& report) {
+  bool ok = true;
+  for (const auto& mc : matrix_cases()) {
+    const HostMatrix hm = make_matrix(mc.rows, mc.cols, mc.pitch);
+    const DeviceMatrix dm(hm);
+    cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(mc.blocks));
+    for (const int compute : {0, 3})
+      for (int stages = 1; stages <= kMaxStages; ++stages) {
+        const auto job = make_matrix_job(dm.view, partial.data(), mc.blocks, compute, stages, report.get());
+        const Outcome o = run_once([&](cudaStream_t s) { sum_tma(job, s); }, partial.data(), mc.blocks, report, c.stream);
+        ok &= judge(o, check_box_partials(o.partials, reference_box_partials(hm, mc.blocks, compute), hm),
+                    "tma, " + std::string(mc.what) + ", compute " + std::to_string(compute) + ", stages " +
+                        std::to_string(stages));
+        if (!o.stalled.empty()) return false;  // the kernel's other waits gave up too: nothing more to learn
+      }
+  }
+  return ok;
+}
+
+}  // namespace
+
+bool check_mode(Context& c) {
+  std::printf("\n== Every pipeline against the CPU (sizes not multiples of 4, of the tile or of the stages) ==\n");
+  DeviceReport report;
+  bool ok = true;
+  for (const auto& v : variants()) {
+    if (v.step == 0) continue;  // chapter 07's and the provided kernels: checked by chapter 07
+    if (v.sm90 && !c.sm90()) {
+      std::printf("%s: skipped: %s\n", v.name, c.sm90_missing(v.name).c_str());
+      continue;
+    }
+    bool variant_ok = true;
+    std::size_t runs = 0;
+    for (const auto& k : sum_cases()) {
+      const auto host = make_input(k.n);
+      cml::DeviceBuffer<Word> in(k.n + 1), partial(static_cast<std::size_t>(k.blocks));
+      if (k.n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
+      for (const int compute : {0, 3})
+        for (int stages = 1; stages <= kMaxStages && variant_ok; ++stages, ++runs) {
+          const Job job = make_job(in.data(), k.n, partial.data(), k.blocks, compute, stages, report.get());
+          const Outcome o = run_once([&](cudaStream_t s) { v.fn(job, s); }, partial.data(), k.blocks, report, c.stream);
+          variant_ok &= judge(o, check_partials(o.partials, reference_partials(host, k.blocks, compute), k.n),
+                              std::string(v.name) + ", n = " + std::to_string(k.n) + " (" + k.what + "), compute " +
+                                  std::to_string(compute) + ", stages " + std::to_string(stages));
+        }
+    }
+    if (variant_ok) std::printf("%s (%s): PASSED in %zu runs\n", v.name, v.what, runs);
+    ok &= variant_ok;
+  }
+  if (!c.sm90()) {
+    std::printf("tma: skipped: %s\n", c.sm90_missing("tma").c_str());
+  } else if (check_tma(c, report)) {
+    std::printf("tma (2D boxes through a tensor map): PASSED on %zu matrices, edges and pitches included\n",
+                matrix_cases().size());
+  } else {
+    ok = false;
+  }
+  return ok;
+}
+
+namespace {
+
+// One timed row: its name, stage count (0: not staged), the bytes it reads, its Stats.
+struct Timed {
+  std::string name;
+  int stages;
+  std::size_t bytes;
+  cml::Stats stats;
+};
+
+// Times the chosen variants at `stage_list`, the read-only kernel and (on sm_90, when
+// asked) TMA over the array's matrix view, interleaved; checks each variant's sums against
+// read-only's (TMA's total against read-only's over the same words). Rows in timing order.
+std::vector<Timed> time_point(Context& c, const Word* in, std::size_t n, Word* partial, int blocks,
+                              const std::vector<const Variant*>& chosen, const std::vector<int>& stage_list,
+                              bool with_tma, DeviceReport& report, bool& ok) {
+  std::vector<cml::Work> work;
+  std::vector<Timed> rows;
+  const std::size_t bytes = n * sizeof(Word);
+  const int compute = c.s.compute;
+  work.push_back([=](cudaStream_t s) { sum_read_only(make_job(in, n, partial, blocks, compute, 1), s); });
+  rows.push_back({"read-only", 0, bytes, {}});
+  for (const auto* v : chosen)
+    for (const int st : v->staged ? stage_list : std::vector<int>{1}) {
+      const Job job = make_job(in, n, partial, blocks, c.s.compute, st, report.get());
+      work.push_back([v, job](cudaStream_t s) { v->fn(job, s); });
+      rows.push_back({v->name, v->staged ? st : 0, bytes, {}});
+    }
+  const Matrix view = matrix_view(in, n);
+  const bool tma = with_tma && c.sm90() && view.rows > 0;
+  if (tma)
+    for (const int st : stage_list) {
+      const MatrixJob job = make_matrix_job(view, partial, blocks, c.s.compute, st, report.get());
+      work.push_back([job](cudaStream_t s) { sum_tma(job, s); });
+      rows.push_back({"tma", st, view.rows * view.cols * sizeof(Word), {}});
+    }
+  report.reset();
+  const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].stats = st[i];
+  if (const std::string why = describe(report.read()); !why.empty()) {
+    std::printf("timed runs: FAILED: %s\n", why.c_str());
+    ok = false;
+    return rows;
+  }
+  // The timed configurations' sums, each against the read-only kernel's.
+  const auto want = run_once([&](cudaStream_t s) { sum_read_only(make_job(in, n, partial, blocks, c.s.compute, 1), s); },
+                             partial, blocks, report, c.stream);
+  for (const auto* v : chosen)
+    for (const int s : v->staged ? stage_list : std::vector<int>{1}) {
+      const Job job = make_job(in, n, partial, blocks, c.s.compute, s, report.get());
+      const Outcome o = run_once([&](cudaStream_t x) { v->fn(job, x); }, partial, blocks, report, c.stream);
+      ok &= judge(o, check_partials(o.partials, want.partials, n),
+                  std::string(v->name) + " (timed run, against the read-only kernel)");
+    }
+  if (tma) {
+    const auto total = [](const std::vector<Word>& p) {
+      Word t = 0;
+      for (const Word w : p) t += w;
+      return t;
+    };
+    const auto ro = run_once(
+        [&](cudaStream_t s) { sum_read_only(make_job(in, view.rows * view.cols, partial, blocks, c.s.compute, 1), s); },
+        partial, blocks, report, c.stream);
+    for (const int s : stage_list) {
+      const MatrixJob job = make_matrix_job(view, partial, blocks, c.s.compute, s, report.get());
+      const Outcome o = run_once([&](cudaStream_t x) { sum_tma(job, x); }, partial, blocks, report, c.stream);
+      const Word got = total(o.partials), want_total = total(ro.partials);
+      ok &= judge(o, cml::compare_exact(&got, &want_total, 1), "tma (timed run: the total of its sums against the "
+                                                                "read-only kernel's over the same words)");
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+bool variants_mode(Context& c) {
+  const std::size_t n = c.s.size / sizeof(Word);
+  const int blocks = c.blocks(c.s.blocks_per_sm);
+  std::printf("\n== %zu words (%s MiB), compute %d, %d blocks per SM (%d blocks), %d stages; GB/s = 10^9 bytes read "
+              "per second ==\n",
+              n, fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute, c.s.blocks_per_sm, blocks, c.s.stages);
+  const auto host = make_input(n);
+  cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
+  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  DeviceReport report;
+  bool ok = true;
+  const bool with_tma = c.s.variant == "all" || c.s.variant == "tma";
+  const auto rows = time_point(c, in.data(), n, partial.data(), blocks, chosen_variants(c, true), {c.s.stages},
+                               with_tma, report, ok);
+  double ch07_ms = 0;
+  for (const auto& r : rows)
+    if (r.name == "ch07-pipeline") ch07_ms = r.stats.median_ms;
+  cml::Table t("variants", {"variant", "stages", "ms", "GB/s", "of read-only", "of ch07-pipeline"});
+  for (const auto& r : rows)
+    t.row({r.name, r.stages ? std::to_string(r.stages) : "-", cml::with_noise(r.stats),
+           fixed(cml::gbps(r.bytes, r.stats.median_ms), 0),
+           fixed(cml::gbps(r.bytes, r.stats.median_ms) / cml::gbps(rows[0].bytes, rows[0].stats.median_ms), 3),
+           ch07_ms > 0 ? fixed(cml::gbps(r.bytes, r.stats.median_ms) / cml::gbps(rows[0].bytes, ch07_ms), 3) : "-"});
+  c.run.emit(t);
+  std::printf("(ratios are of GB/s: tma reads the array's whole 8192-word rows, the others all of it. The chapter's "
+              "targets, not tests: pipeline >= 0.95 of ch07-pipeline; bulk and tma >= 1.0 of it on sm_90)\n");
+  return ok;
+}
+
+bool sweep_mode(Context& c) {
+  const std::size_t n = c.s.size / sizeof(Word);
+  const std::vector<int> per_sm = {1, 2, 4, 8}, stages = {1, 2, 3, 4};
+  std::printf("\n== %s MiB, compute %d: every pipeline at stages 1-4 x 1-8 blocks per SM ==\n",
+              fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute);
+  const auto host = make_input(n);
+  cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(c.blocks(per_sm.back())));
+  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  DeviceReport report;
+  bool ok = true;
+  const auto chosen = chosen_variants(c, true);
+  cml::Table t("sweep", {"variant", "stages", "blocks per SM", "ms", "GB/s", "of read-only"});
+  for (const int bps : per_sm) {
+    const auto rows = time_point(c, in.data(), n, partial.data(), c.blocks(bps), chosen, stages,
+                                 c.s.variant == "all" || c.s.variant == "tma", report, ok);
+    for (const auto& r : rows)
+      t.row({r.name, r.stages ? std::to_string(r.stages) : "-", std::to_string(bps), fixed(r.stats.median_ms, 4),
+             fixed(cml::gbps(r.bytes, r.stats.median_ms), 0),
+             fixed(cml::gbps(r.bytes, r.stats.median_ms) / cml::gbps(rows[0].bytes, rows[0].stats.median_ms), 3)});
+  }
+  c.run.emit(t);
+  std::printf("(a block holds up to 4 tiles of 4 KiB: 8 blocks of 256 threads fit on an SM. plot.py draws sweep.csv)\n");
+  return ok;
+}
+
+bool tma_mode(Context& c) {
+  if (!c.sm90()) {
+    if (c.s.mode == "tma") c.require_sm90("--mode=tma");
+    std::printf("\ntma: skipped: %s\n", c.sm90_missing("the tensor memory accelerator").c_str());
+    return true;
+  }
+  const std::size_t cols = c.s.cols, pitch = (cols + 3) / 4 * 4;
+  std::printf("\n== A matrix of %zu-word rows through the tensor memory accelerator, boxes of %d x %d words ==\n",
+              cols, kBoxRows, kBoxCols);
+  Matrix unpitched;
+  unpitched.data = reinterpret_cast<const Word*>(std::uintptr_t{256});  // the rule is checked before any use
+  unpitched.rows = 16;
+  unpitched.cols = unpitched.pitch = cols;
+  try {
+    (void)tensor_map_for(unpitched);
+    std::printf("rows of %zu words are %zu bytes, a multiple of 16: no padding needed\n", cols, cols * sizeof(Word));
+  } catch (const std::invalid_argument& e) {
+    std::printf("unpitched: %s\n", e.what());
+  }
+  const std::size_t rows = c.s.size / (pitch * sizeof(Word));
+  const int blocks = c.blocks(c.s.blocks_per_sm);
+  std::printf("pitched: %zu rows x %zu words, pitch %zu words (%zu bytes), %zu boxes, %d blocks per SM, compute %d\n",
+              rows, cols, pitch, pitch * sizeof(Word), box_count(Matrix{nullptr, rows, cols, pitch}),
+              c.s.blocks_per_sm, c.s.compute);
+  const HostMatrix hm = make_matrix(rows, cols, pitch);
+  const DeviceMatrix dm(hm);
+  cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(blocks));
+  DeviceReport report;
+  std::vector<cml::Work> work = {[&](cudaStream_t s) {
+    sum_read_only(make_job(dm.words.data(), rows * pitch, partial.data(), blocks, c.s.compute, 1), s);
+  }};
+  for (int st = 1; st <= kMaxStages; ++st)
+    work.push_back([&, st](cudaStream_t s) {
+      sum_tma(make_matrix_job(dm.view, partial.data(), blocks, c.s.compute, st, report.get()), s);
+    });
+  const auto stats = cml::time_interleaved(work, c.stream, c.run.timing);
+  cml::Table t("tma", {"kernel", "stages", "ms", "GB/s", "of read-only"});
+  const double ro_gbps = cml::gbps(rows * pitch * sizeof(Word), stats[0].median_ms);
+  t.row({"read-only (every word of the allocation, padding included)", "-", cml::with_noise(stats[0]),
+         fixed(ro_gbps, 0), "1.000"});
+  for (int st = 1; st <= kMaxStages; ++st) {
+    const double g = cml::gbps(rows * cols * sizeof(Word), stats[static_cast<std::size_t>(st)].median_ms);
+    t.row({"tma (the words inside the matrix)", std::to_string(st), cml::with_noise(stats[static_cast<std::size_t>(st)]),
+           fixed(g, 0), fixed(g / ro_gbps, 3)});
+  }
+  c.run.emit(t);
+  bool ok = true;
+  const auto want = reference_box_partials(hm, blocks, c.s.compute);
+  for (int st = 1; st <= kMaxStages; ++st) {
+    const auto job = make_matrix_job(dm.view, partial.data(), blocks, c.s.compute, st, report.get());
+    const Outcome o = run_once([&](cudaStream_t s) { sum_tma(job, s); }, partial.data(), blocks, report, c.stream);
+    ok &= judge(o, check_box_partials(o.partials, want, hm), "tma, stages " + std::to_string(st) + " (the timed matrix)");
+  }
+  return ok;
+}
+
+}  // namespace ch08

@@ -1,0 +1,944 @@
+// Chapter 08 — cp.async in PTX, bulk copies and TMA: the tests of exercise.cu, step by step.
+// Results against the CPU at lengths that are not multiples of 4 words, of 16 bytes, of the
+// tile or of the stages (and, for the tile copy, zeros past the end, not garbage); the
+// header's promises (one kernel on the given stream, partials written for every block and
+// nothing past them, stages checked); mechanism from the SASS of the learner's own kernels
+// (each cp.async width and cache level its own LDGSTS, the src-size operand's .ZFILL, a
+// .shared address and not a generic pointer, the wait_group count of each stage count,
+// UBLKCP.S.G, UTMALDG.2D and the mbarrier's SYNCS on sm_90); the wrapper's compile-time
+// refusal of a size the instruction does not take (nvcc on a probe); compute-sanitizer
+// racecheck and memcheck on small runs of each kernel; speed relative to kernels timed
+// interleaved in the same process. A kernel that waits on an mbarrier uses ptx.cuh's
+// wait_phase, which gives up on a phase that never completes and says where: the test then
+// names the mistake instead of hanging (a wait of the learner's own that never ends is
+// the watchdog's: each case runs in a process of its own).
+//
+//   ./lab check 08                                   against your exercise.cu
+//   meson test -C build "ch08 solution"              against the solution
+//   build/tests/test_ch08_solution "[.measure]"      both sides of the speed bars, five runs each
+#include "cp_async_ptx.cuh"
+#include "enqueue_only.hpp"
+#include "exercise_source.hpp"
+#include "gpu.hpp"
+#include "harness.hpp"
+
+#include "cml/buffers.hpp"
+#include "cml/errors.hpp"
+#include "cml/sass.hpp"
+#include "cml/stream.hpp"
+#include "cml/timing.hpp"
+#include "cml/tools.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+
+// Defined by the solution's exercise.cu only (weak: absent, its address is null).
+extern "C" __attribute__((weak)) const int cml_ch08_solution_tu;
+
+namespace {
+
+using ch08::Job;
+using ch08::SumFn;
+using ch08::Word;
+
+// cp.async exists from compute capability 8.0, bulk copies and TMA from 9.0: a test case
+// skips, saying so, before. Macros: CML_SKIP returns from the test case itself (Catch2 v2).
+#define CML_NEED_CC(need, what)                                                                  \
+  do {                                                                                            \
+    const auto& d_ = cml::test::device();                                                         \
+    if (d_.cc() < (need))                                                                         \
+      CML_SKIP(std::string(what) + " need compute capability " + std::to_string((need) / 10) + "." + \
+               std::to_string((need) % 10) + "; " + d_.name + " is " + std::to_string(d_.cc_major) + "." + \
+               std::to_string(d_.cc_minor));                                                      \
+  } while (0)
+#define CML_NEED_SM80() CML_NEED_CC(80, "asynchronous copies to shared memory (cp.async, LDGSTS)")
+#define CML_NEED_SM90() CML_NEED_CC(90, "bulk copies, mbarrier transaction counts and TMA (UBLKCP, UTMALDG)")
+
+constexpr std::size_t kGuard = 16;                     // poisoned words past an output: nothing may be written there
+constexpr unsigned long long kWaitLimitNs = 10'000'000'000ull;  // a phase given up on after 10 s
+
+// ---- Results ----------------------------------------------------------------------------
+
+// "" when copy_tiles of `kind` left in[0..n) and then zeros to the end of the last tile in
+// `out`, and nothing after it. The input is allocated exactly: memcheck sees a read past it.
+std::string copy_error(const ch08::CopyKind& kind, std::size_t n, int blocks) {
+  const auto host = ch08::make_input(n);
+  const std::size_t padded = ch08::tile_count(n) * ch08::kTileWords;
+  cml::DeviceBuffer<Word> in(n > 0 ? n : 1), out(padded + kGuard);
+  if (n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(out.data(), 0xFF, out.bytes()));
+  cml::Stream s;
+  ch08::copy_tiles(kind.bytes, kind.cache, in.data(), n, out.data(), blocks, s);
+  s.synchronize();
+  std::vector<Word> got(padded + kGuard);
+  CUDA_CHECK(cudaMemcpy(got.data(), out.data(), got.size() * sizeof(Word), cudaMemcpyDeviceToHost));
+  for (std::size_t i = padded; i < got.size(); ++i)
+    if (got[i] != 0xFFFFFFFFu) return "wrote past the last tile (word " + std::to_string(i) + ")";
+  got.resize(padded);
+  const auto r = ch08::check_copy(got, ch08::padded_copy(host), n);
+  return r.ok ? "" : r.describe();
+}
+
+// What a sum's run gave: "" or the wrong sums; "" or why a wait gave up.
+struct SumOutcome {
+  std::string wrong;
+  std::string stalled;
+};
+
+// Runs `launch` (one kernel writing `blocks` partials) with a fresh report and checks the
+// partials against `want`, and that nothing was written past them.
+template <class Launch, class Check>
+SumOutcome run_and_check(Launch&& launch, int blocks, Check&& check) {
+  cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(blocks) + kGuard);
+  CUDA_CHECK(cudaMemset(partial.data(), 0xFF, partial.bytes()));
+  ch08::DeviceReport report(kWaitLimitNs);
+  cml::Stream s;
+  launch(partial.data(), report.get(), static_cast<cudaStream_t>(s));
+  s.synchronize();
+  SumOutcome o;
+  o.stalled = ch08::describe(report.read());
+  std::vector<Word> got(partial.size());
+  CUDA_CHECK(cudaMemcpy(got.data(), partial.data(), partial.bytes(), cudaMemcpyDeviceToHost));
+  for (std::size_t i = static_cast<std::size_t>(blocks); i < got.size(); ++i)
+    if (got[i] != 0xFFFFFFFFu) {
+      o.wrong = "wrote past the grid's partials (partial[" + std::to_string(i) + "] with " + std::to_string(blocks) +
+                " blocks)";
+      return o;
+    }
+  got.resize(static_cast<std::size_t>(blocks));
+  const auto r = check(got);
+  if (!r.ok) o.wrong = r.describe();
+  return o;
+}
+
+// One run of a 1D pipeline on n words of word_at(i) (allocated exactly).
+SumOutcome sums(SumFn fn, std::size_t n, int blocks, int compute, int stages) {
+  const auto host = ch08::make_input(n);
+  cml::DeviceBuffer<Word> in(n > 0 ? n : 1);
+  if (n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  const auto want = ch08::reference_partials(host, blocks, compute);
+  return run_and_check(
+      [&](Word* partial, ch08::Report* report, cudaStream_t s) {
+        fn(ch08::make_job(in.data(), n, partial, blocks, compute, stages, report), s);
+      },
+      blocks, [&](const std::vector<Word>& got) { return ch08::check_partials(got, want, n); });
+}
+
+// One run of sum_tma on a matrix case.
+SumOutcome box_sums(const ch08::MatrixCase& mc, int compute, int stages) {
+  const ch08::HostMatrix hm = ch08::make_matrix(mc.rows, mc.cols, mc.pitch);
+  const ch08::DeviceMatrix dm(hm);
+  const auto want = ch08::reference_box_partials(hm, mc.blocks, compute);
+  return run_and_check(
+      [&](Word* partial, ch08::Report* report, cudaStream_t s) {
+        ch08::sum_tma(ch08::make_matrix_job(dm.view, partial, mc.blocks, compute, stages, report), s);
+      },
+      mc.blocks, [&](const std::vector<Word>& got) { return ch08::check_box_partials(got, want, hm); });
+}
+
+// What to look at when a step's sums fail, from what failed: `ragged` (the array ends
+// inside a 16-byte piece), whether arrays ending on a piece passed, the stage count and
+// whether lower stage counts passed, a stalled wait, a CUDA error.
+struct Failure {
+  std::size_t n = 0;
+  bool ragged = false;
+  bool round_passed = false;
+  int stages = 1;
+  bool fewer_stages_passed = false;
+  bool stalled = false;
+  bool crashed = false;
+};
+
+std::string step2_advice(const Failure& f) {
+  if (f.stages == 3 && f.fewer_stages_passed)
+    return "stages 1 and 2 pass and 3 fails: the stage index wraps wrongly — the k-th tile lives in buffer k % stages "
+           "for any stages, not k & (stages - 1), the same index to fill and to read";
+  return "a thread read a tile before all of it landed: with one commit group per tile slot, in every thread even "
+         "when it has nothing to copy, and stages - 1 tiles committed ahead, cp.async.wait_group stages - 1 leaves "
+         "exactly the tiles not needed yet in flight (more lets tile k's copies still be pending); it covers this "
+         "thread's copies only, so a __syncthreads after it makes the other threads' visible";
+}
+
+std::string step3_advice(const Failure& f) {
+  if (f.ragged && f.round_passed)
+    return "arrays ending on a 16-byte piece pass, ragged ones fail: the tail — the piece where the array ends copies "
+           "4 x (count - 4t) bytes and zero-fills the rest (cp.async's src-size), pieces wholly past it copy 0 bytes; "
+           "compute_tile counts only the tile's count words";
+  return step2_advice(f);
+}
+
+std::string step4_advice(const Failure& f) {
+  if (f.crashed)
+    return "a bulk copy faulted: cp.async.bulk moves a multiple of 16 bytes between 16-byte aligned addresses (the "
+           "tile's bytes rounded down to 16; the array's last 1-3 words another way), to a .shared destination, "
+           "completing on a .shared mbarrier";
+  if (f.stalled)
+    return "the phase a thread waited for never completed: it expects more bytes than its copies deliver (a bulk "
+           "copy delivers what it moves: the tile's bytes rounded down to 16, and the tail's words are not among "
+           "them), or more arrivals than are made (the count given to mbarrier_init), or nobody arrived "
+           "(arrive.expect_tx arrives; thread 0 must call it for every tile, even one with nothing to bulk-copy)";
+  if (f.ragged && f.round_passed)
+    return "arrays ending on a 16-byte piece pass, ragged ones fail: the array's last 1-3 words are not in the bulk "
+           "copy — copy them another way (step 3's zero-filled cp.async, waited for) before the arrival that "
+           "publishes the tile, and expect-tx only the bulk copy's bytes";
+  if (f.stages > 1 && !f.fewer_stages_passed)
+    return "the phase completed before the tile landed, or was the wrong one: the k-th use of a stage's barrier "
+           "(k / stages) waits for parity (k / stages) & 1 — a parity that never flips returns at once from the "
+           "second use on — and the bytes expected must be exactly those delivered";
+  return "the phase completed before the tile landed: expect-tx exactly the bytes the bulk copy delivers, wait for "
+         "the parity of this use of the barrier ((k / stages) & 1), and initialise each barrier once, with a proxy "
+         "fence and a __syncthreads before anyone uses it";
+}
+
+std::string step5_advice(const Failure& f) {
+  if (f.crashed)
+    return "the tensor copy faulted: the map is the __grid_constant__ kernel parameter, passed by its address "
+           "(&map), the destination 128-byte aligned shared memory, the barrier a .shared mbarrier";
+  if (f.stalled)
+    return "the phase a thread waited for never completed: a TMA load completes the WHOLE box's bytes (kBoxBytes), "
+           "edge or not — the words outside the matrix are written as zeros and counted — so expect kBoxBytes; and "
+           "arrive once per phase (the count given to mbarrier_init)";
+  if (f.ragged && f.round_passed)
+    return "matrices whose boxes lie inside pass, those with edge boxes fail: count only the words inside the matrix "
+           "(compute_box with box_span), and give the tensor copy the box's first column and row, column first";
+  return step4_advice(f);
+}
+
+// Checks `run(case, compute, stages)` on every case at compute 0 and 3 and every stage
+// count, cases that end on a 16-byte piece (or whose boxes lie inside) first; stops at the
+// first failure, which it reports with the step's advice. Since it stops there, a ragged
+// case that fails comes after every round one passed, and stage counts below the failing
+// one passed on its case.
+template <class CaseT, class Run, class Ragged>
+void check_cases(const std::vector<CaseT>& cases, Run&& run, Ragged&& ragged, const char* what,
+                 std::string (*advice)(const Failure&), const char* step) {
+  std::vector<const CaseT*> order;
+  for (const auto& k : cases)
+    if (!ragged(k)) order.push_back(&k);
+  for (const auto& k : cases)
+    if (ragged(k)) order.push_back(&k);
+  for (const CaseT* k : order)
+    for (int stages = 1; stages <= ch08::kMaxStages; ++stages)
+      for (const int compute : {0, 3}) {
+        Failure f;
+        f.ragged = f.round_passed = ragged(*k);
+        f.stages = stages;
+        f.fewer_stages_passed = stages > 1;
+        SumOutcome o;
+        try {
+          o = run(*k, compute, stages);
+        } catch (const cml::CudaError& e) {
+          f.crashed = true;
+          FAIL(what << " on " << k->what << ", stages " << stages << ": " << e.what() << " — " << advice(f) << " ("
+                    << step << "; ./lab hint 08)");
+        }
+        if (o.wrong.empty() && o.stalled.empty()) continue;
+        f.stalled = !o.stalled.empty();
+        FAIL(what << " on " << k->what << ", compute " << compute << ", stages " << stages << ": "
+                  << (f.stalled ? o.stalled : o.wrong) << " — " << advice(f) << " (" << step << "; ./lab hint 08)");
+      }
+}
+
+void check_sums(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
+  check_cases(
+      ch08::sum_cases(), [&](const ch07::Case& k, int compute, int stages) {
+        return sums(fn, k.n, k.blocks, compute, stages);
+      },
+      [](const ch07::Case& k) { return k.n % 4 != 0; }, name, advice, step);
+}
+
+// The function only enqueues its kernel on the stream it is given: one kernel, also for an
+// empty job.
+void check_enqueues_only(SumFn fn, const char* name) {
+  for (const std::size_t n : {std::size_t{5000}, std::size_t{0}}) {
+    cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
+    const std::string err =
+        cml::test::enqueue_only_error([&](cudaStream_t s) { fn(ch08::make_job(in.data(), n, partial.data(), 4, 0, 3), s); }, 1);
+    INFO(name << " on n = " << n << ": " << err << " (cp_async_ptx.cuh: each function only enqueues its kernel on "
+              "`stream`, also for n == 0)");
+    CHECK(err.empty());
+  }
+}
+
+void check_stage_range(SumFn fn, const char* name) {
+  cml::DeviceBuffer<Word> in(1024), partial(1);
+  for (const int bad : {0, ch08::kMaxStages + 1}) {
+    INFO(name << " with stages = " << bad << " must throw std::invalid_argument (cp_async_ptx.cuh)");
+    CHECK_THROWS_AS(fn(ch08::make_job(in.data(), 1024, partial.data(), 1, 0, bad), nullptr), std::invalid_argument);
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// ---- SASS -------------------------------------------------------------------------------
+
+// The executable's SASS: parsed (cml::sass), and as cuobjdump printed it, for operands.
+struct Sass {
+  std::vector<cml::sass::Function> functions;
+  std::string text;
+};
+
+const Sass& sass() {
+  static const Sass s = [] {
+    Sass out;
+    out.functions = cml::sass::dump(cml::sass::self_executable());  // throws cml::Skip without cuobjdump
+    const auto tool = cml::sass::find_cuobjdump();
+    const std::string dir = std::filesystem::path(*tool).parent_path().string();
+    out.text = cml::tools::run("PATH=" + cml::tools::quote(dir) + ":\"$PATH\" " + cml::tools::quote(*tool) + " -sass " +
+                               cml::tools::quote(cml::sass::self_executable()) + " 2>&1")
+                   .text;
+    return out;
+  }();
+  return s;
+}
+
+// One function's lines as cuobjdump printed them.
+std::string function_text(const cml::sass::Function& f) {
+  const std::string& t = sass().text;
+  const std::size_t at = t.find("Function : " + f.mangled);
+  if (at == std::string::npos) return "";
+  const std::size_t end = t.find("Function : ", at + 10);
+  return t.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+#define CML_KERNEL_SASS(var, name)                                                           \
+  std::optional<cml::sass::Function> var;                                                    \
+  try {                                                                                      \
+    var = cml::sass::find(sass().functions, name);                                           \
+  } catch (const cml::Skip& e) {                                                             \
+    CML_SKIP(e.what());                                                                      \
+  }                                                                                          \
+  if (!var) FAIL("no kernel named " << (name) << " in the compiled code: keep the kernel's name")
+
+// Global loads into registers: LDG of any width (LDGSTS and LDGDEPBAR are not).
+std::size_t global_loads(const cml::sass::Function& f) {
+  std::size_t n = 0;
+  for (const auto& o : f.opcodes) n += (o == "LDG" || o.rfind("LDG.", 0) == 0) ? 1 : 0;
+  return n;
+}
+
+// The asynchronous copies of a kernel by form, .ZFILL set aside: {"LDGSTS.E.128": 3, ...}.
+std::map<std::string, std::size_t> copy_forms(const cml::sass::Function& f, std::size_t& zfill) {
+  std::map<std::string, std::size_t> forms;
+  zfill = 0;
+  for (std::string o : f.opcodes) {
+    if (o.rfind("LDGSTS", 0) != 0) continue;
+    const std::size_t z = o.find(".ZFILL");
+    if (z != std::string::npos) {
+      ++zfill;
+      o.erase(z, 6);
+    }
+    ++forms[o];
+  }
+  return forms;
+}
+
+std::string forms_text(const std::map<std::string, std::size_t>& forms) {
+  std::string s;
+  for (const auto& [form, count] : forms) s += (s.empty() ? "" : ", ") + std::to_string(count) + " " + form;
+  return s.empty() ? "no LDGSTS" : s;
+}
+
+// The counts of a kernel's cp.async.wait_group: N of each DEPBAR.LE SB0, N.
+std::vector<int> wait_counts(const cml::sass::Function& f) {
+  static const std::regex depbar(R"(DEPBAR\.LE\s+SB0\s*,\s*0x([0-9a-fA-F]+))");
+  std::vector<int> out;
+  const std::string text = function_text(f);
+  for (std::sregex_iterator it(text.begin(), text.end(), depbar), end; it != end; ++it)
+    out.push_back(std::stoi((*it)[1].str(), nullptr, 16));
+  return out;
+}
+
+// The checks every kernel of steps 2-3 shares: asynchronous copies, none through registers,
+// groups committed, and the wait count of a pipeline of `stages`.
+void check_pipeline_sass(const std::string& kernel, int stages, const char* step) {
+  CML_KERNEL_SASS(f, kernel);
+  std::size_t zfill = 0;
+  const auto forms = copy_forms(*f, zfill);
+  {
+    INFO(kernel << " has no LDGSTS (cp.async): its tiles still pass through registers, as in sum_through_registers — "
+         "copy them with your cp_async (" << step << "; ./lab hint 08)");
+    REQUIRE(!forms.empty());
+  }
+  {
+    INFO(kernel << " has " << global_loads(*f) << " LDG (global loads into registers) beside its asynchronous copies: "
+         "every word must reach shared memory by cp.async, none through a register (" << step << "; ./lab hint 08)");
+    CHECK(global_loads(*f) == 0);
+  }
+  {
+    INFO(kernel << " never commits a group (no LDGDEPBAR: cp.async.commit_group): nothing can be waited for by "
+         "group — commit once per tile slot, in every thread (" << step << "; ./lab hint 08)");
+    CHECK(cml::sass::count(*f, "LDGDEPBAR") > 0);
+  }
+  const auto waits = wait_counts(*f);
+  INFO(kernel << " never waits for a group (no DEPBAR.LE SB0: cp.async.wait_group): the compute reads tiles still "
+       "in flight (" << step << "; ./lab hint 08)");
+  REQUIRE(!waits.empty());
+  const int most = *std::max_element(waits.begin(), waits.end());
+  INFO(kernel << " waits with cp.async.wait_group " << most << " at most (DEPBAR.LE SB0, " << most << "), in a pipeline "
+       "of " << stages << " stage(s): "
+       << (most < stages - 1 ? "it waits for more groups than tile k's — the copies of the next tiles too — so "
+                               "nothing overlaps the compute"
+                             : "it lets tile k's own group still be pending when the compute reads it")
+       << ". With one group committed per tile slot and stages - 1 slots ahead, the count is stages - 1, a "
+          "template argument derived from Stages (" << step << "; ./lab hint 08)");
+  CHECK(most == stages - 1);
+}
+
+// ---- compute-sanitizer --------------------------------------------------------------------
+
+// Runs this executable again under `tool` on the hidden [.target] case with
+// CML_TARGET=<target>, which runs one learner kernel once on a small ragged input. "" when
+// the tool found nothing; its report otherwise; why_not when it could not run.
+std::string sanitize(const std::string& tool_name, const std::string& target, std::string& why_not) {
+  const auto tool = cml::tools::find({"compute-sanitizer"}, cml::tools::search_dirs());
+  if (!tool) {
+    why_not = "compute-sanitizer is not installed here: the " + tool_name + " check cannot run";
+    return "";
+  }
+  const std::string cmd = "CML_TRACE=off CML_ISOLATE=off CML_TARGET=" + target + " " + cml::tools::quote(*tool) +
+                          " --tool " + tool_name + " --error-exitcode 3 " +
+                          cml::tools::quote(cml::sass::self_executable()) + " '[.target]' 2>&1";
+  const auto out = cml::tools::run(cmd);
+  const int code = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;
+  if (code == 0) return "";
+  if (code != 3) {
+    why_not = tool_name + " did not run: " + out.text.substr(0, 400);
+    return "";
+  }
+  return out.text.substr(0, 1500);
+}
+
+#define CML_CHECK_SANITIZER(tool, target, what, advice, step)                                          \
+  do {                                                                                                  \
+    std::string why_;                                                                                   \
+    const std::string report_ = sanitize(tool, target, why_);                                          \
+    if (!why_.empty()) CML_SKIP(why_);                                                                  \
+    INFO("compute-sanitizer " << (tool) << " found " << (what) << ": " << (advice) << " (" << (step)     \
+         << "; ./lab hint 08)\n" << report_);                                                           \
+    CHECK(report_.empty());                                                                             \
+  } while (0)
+
+// ---- Speed ----------------------------------------------------------------------------------
+
+// An array of 8x the L2 or more (at least 256 MiB), within what is free.
+std::size_t large_words() {
+  const auto& d = cml::test::device();
+  std::size_t bytes = std::size_t{256} << 20;
+  while (bytes < 8 * d.l2_bytes) bytes *= 2;
+  while (2 * bytes > d.free_bytes && bytes > (std::size_t{64} << 20)) bytes /= 2;
+  return bytes / sizeof(Word);
+}
+
+using Timed = std::function<void(const Word* in, std::size_t n, Word* partial, int blocks, cudaStream_t)>;
+
+Timed timed_1d(SumFn fn, int stages) {
+  return [fn, stages](const Word* in, std::size_t n, Word* partial, int blocks, cudaStream_t s) {
+    fn(ch08::make_job(in, n, partial, blocks, 0, stages), s);
+  };
+}
+
+// TMA over the array's rows of 8192 words (32 KiB apart: no padding needed).
+Timed timed_tma(int stages) {
+  return [stages](const Word* in, std::size_t n, Word* partial, int blocks, cudaStream_t s) {
+    ch08::Matrix m;
+    m.data = in;
+    m.cols = m.pitch = 8192;
+    m.rows = n / 8192;
+    ch08::sum_tma(ch08::make_matrix_job(m, partial, blocks, 0, stages), s);
+  };
+}
+
+// Every timed function on the same large array at `per_sm` blocks per SM, no compute,
+// interleaved: their Stats in order.
+std::vector<cml::Stats> time_all(const std::vector<Timed>& fns, int per_sm) {
+  const auto& d = cml::test::device();
+  const std::size_t n = large_words() / 8192 * 8192;
+  const int blocks = per_sm * d.sm_count;
+  cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
+  CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
+  std::vector<cml::Work> work;
+  for (const auto& f : fns) work.push_back([&, f](cudaStream_t s) { f(in.data(), n, partial.data(), blocks, s); });
+  cml::Stream s;
+  return cml::time_interleaved(work, s, {2, 10});
+}
+
+// The speed bars. PROVISIONAL: not yet measured on the GPU, five runs of each side. Each is
+// meant to sit in the middle of the gap between the slowest correct solution and the
+// fastest mistake its step teaches, as a ratio to a kernel timed interleaved in the same
+// process ([.measure] prints both sides; the mistake sides come from the mutants' builds,
+// docs/08_cp_async_ptx.md "Speed bars" says how); the lead moves them.
+//   Step 2, 2 blocks per SM, no compute: 3 stages over the same kernel at 1 stage. Correct
+//   side: chapter 07's probe saw 1.3x for 3 stages over register staging at 4 blocks per SM.
+//   Mistake: cp.async.wait_group 0 (waits for every group: no overlap), about 1.0.
+constexpr double kStagesOverOne = 1.15;
+//   Step 3, 4 blocks per SM, no compute: 16-byte copies at 3 stages over the read-only
+//   kernel. Mistake: step 2's 4-byte copies (chapter 07's probe: 0.77 of read-only).
+constexpr double kFastOverReadOnly = 0.82;
+//   Step 4, 2 blocks per SM, no compute: bulk copies at 3 stages over 1 stage. Mistake: a
+//   fetch issued only after the wait (no tile ahead), about 1.0.
+constexpr double kBulkStagesOverOne = 1.15;
+//   Step 5, the same for TMA loads.
+constexpr double kTmaStagesOverOne = 1.15;
+
+}  // namespace
+
+// Not a test: what the sanitizer tests run. CML_TARGET=<tool>:<target> runs one learner
+// kernel once, on inputs allocated exactly: copy (the .cg tile copy, 5 tiles + 6 words),
+// reverse (the experiment's barrier reading), pipeline (3 tiles + 6 words, 2 blocks,
+// 3 stages), fast and bulk (7 tiles + 3 words), tma (a 9 x 257 matrix, pitch 260).
+TEST_CASE("sanitizer target: one learner kernel on a small ragged input", "[.target]") {
+  const char* what = std::getenv("CML_TARGET");
+  if (what == nullptr) return;
+  std::string target(what);
+  if (const auto colon = target.find(':'); colon != std::string::npos) target = target.substr(colon + 1);
+  std::string err;
+  if (target == "copy") {
+    err = copy_error(ch08::copy_kinds().back(), 5 * ch08::kTileWords + 6, 2);
+  } else if (target == "reverse") {
+    const auto a = ch08::experiment_input(64);
+    cml::DeviceBuffer<int> a_d(64), b_d(64);
+    CUDA_CHECK(cudaMemcpy(a_d.data(), a.data(), 64 * sizeof(int), cudaMemcpyHostToDevice));
+    ch08::reverse_warp(ch08::Reverse::own, a_d.data(), b_d.data(), 32, nullptr);
+    ch08::reverse_warp(ch08::Reverse::neighbour_synced, a_d.data(), b_d.data(), 64, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  } else if (target == "pipeline") {
+    const auto o = sums(ch08::sum_pipeline, 3 * ch08::kTileWords + 6, 2, 0, 3);
+    err = o.wrong + o.stalled;
+  } else if (target == "fast" || target == "bulk") {
+    const auto o = sums(target == "fast" ? ch08::sum_fast : ch08::sum_bulk, 7 * ch08::kTileWords + 3, 2, 0, 3);
+    err = o.wrong + o.stalled;
+  } else if (target == "tma") {
+    const auto o = box_sums(ch08::matrix_cases()[6], 0, 3);  // 9 x 257, pitch 260
+    err = o.wrong + o.stalled;
+  }
+  if (!err.empty()) std::printf("%s: %s\n", target.c_str(), err.c_str());
+}
+
+// ---- Step 1 -----------------------------------------------------------------------------
+
+TEST_CASE("step 1: the tile copy lands every byte at every width and cache level, and zeros past the array's end",
+          "[ch08][step1][correctness]") {
+  CML_NEED_SM80();
+  {
+    const std::string err = cml::test::solution_linked_error(&cml_ch08_solution_tu, "08_cp_async_ptx");
+    INFO(err);
+    REQUIRE(err.empty());
+  }
+  for (const auto& kind : ch08::copy_kinds())
+    for (const auto& k : ch08::copy_cases()) {
+      std::string err;
+      try {
+        err = copy_error(kind, k.n, k.blocks);
+      } catch (const cml::CudaError& e) {
+        FAIL(kind.name << " (" << kind.kernel << ") on " << k.what << ": " << e.what()
+                       << " — the copy faulted: cp.async's destination is a .shared address of this block's shared "
+                          "memory (__cvta_generic_to_shared of the pointer), its source the global pointer as given "
+                          "(or __cvta_generic_to_global of it); a .shared address used as a pointer, or the two swapped, "
+                          "is out of any range (step 1; ./lab hint 08)");
+      }
+      INFO(kind.name << " (" << kind.kernel << ") on " << k.what << ": " << err
+                     << " — cp_async copies src_bytes bytes and must zero-fill the rest of its Bytes: pass src_bytes as "
+                        "cp.async's src-size operand (step 1; ./lab hint 08)");
+      REQUIRE(err.empty());
+    }
+}
+
+TEST_CASE("step 1: the source's experiment: a thread reads back its own copy without a barrier, another warp's after one",
+          "[ch08][step1][correctness]") {
+  CML_NEED_SM80();
+  struct Reading {
+    ch08::Reverse how;
+    int threads;
+    const char* what;
+  };
+  for (const Reading& r : {Reading{ch08::Reverse::own, 32, "32 threads, each its own element"},
+                           Reading{ch08::Reverse::neighbour_synced, 64, "64 threads, the other warp's element"}}) {
+    const auto a = ch08::experiment_input(r.threads);
+    cml::DeviceBuffer<int> a_d(a.size()), b_d(a.size());
+    CUDA_CHECK(cudaMemcpy(a_d.data(), a.data(), a.size() * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(b_d.data(), 0xFF, b_d.bytes()));
+    ch08::reverse_warp(r.how, a_d.data(), b_d.data(), r.threads, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<int> b(a.size());
+    CUDA_CHECK(cudaMemcpy(b.data(), b_d.data(), b_d.bytes(), cudaMemcpyDeviceToHost));
+    const auto want = ch08::experiment_expected(r.how, r.threads);
+    const auto v = cml::compare_exact(b.data(), want.data(), b.size());
+    INFO("reverse_kernel, " << r.what << ": " << v.describe() << " — thread t copies a[threads - 1 - t] into element t "
+         "with cp_async<4, Cache::ca> (step 1; ./lab hint 08)");
+    CHECK(v.ok);
+  }
+}
+
+TEST_CASE("step 1: cp_async compiles to one LDGSTS of the asked width and cache level, with src-size, from a shared address (SASS)",
+          "[ch08][step1][mechanism]") {
+  CML_NEED_SM80();
+  for (const auto& kind : ch08::copy_kinds()) {
+    CML_KERNEL_SASS(f, kind.kernel);
+    std::size_t zfill = 0;
+    const auto forms = copy_forms(*f, zfill);
+    {
+      INFO(kind.kernel << " has no LDGSTS (cp.async): your cp_async still copies through registers, a load and a "
+           "store — write it as one inline PTX cp.async (step 1; ./lab hint 08)");
+      REQUIRE(!forms.empty());
+    }
+    {
+      INFO(kind.kernel << " has " << global_loads(*f) << " LDG (global loads into registers) beside its copies: "
+           "cp_async moves the bytes global -> shared with no register in between (step 1; ./lab hint 08)");
+      CHECK(global_loads(*f) == 0);
+    }
+    {
+      INFO(kind.kernel << " (" << kind.name << ") compiles to " << forms_text(forms) << "; want " << kind.opcode
+           << " only: the size is cp.async's cp-size operand (an immediate: Bytes), the cache level the instruction "
+              "itself — cp.async.ca (L1 and L2) or cp.async.cg (L2 only: .BYPASS) (step 1; ./lab hint 08)");
+      CHECK((forms.size() == 1 && forms.begin()->first == kind.opcode));
+    }
+    {
+      INFO(kind.kernel << " has no LDGSTS...ZFILL: your cp_async ignores src_bytes — pass it as cp.async's src-size "
+           "operand (after the cp-size), so the bytes past it land as zeros instead of being read from past the "
+           "array (step 1; ./lab hint 08)");
+      CHECK(zfill > 0);
+    }
+    {
+      const bool generic = function_text(*f).find("SR_SWINHI") != std::string::npos;
+      INFO(kind.kernel << " builds a generic pointer to shared memory (SASS reads SR_SWINHI, the high half of the "
+           "shared window's generic addresses) and hands it to cp.async as its destination: the instruction wants "
+           "a .shared address — __cvta_generic_to_shared(dst), 32 bits. (On this GPU the low half happens to be "
+           "that address, so the copy may even work: PTX promises nothing of the kind.) (step 1; ./lab hint 08)");
+      CHECK(!generic);
+    }
+  }
+}
+
+TEST_CASE("step 1: cp_async refuses a size its instruction does not take at compile time, in exercise.cu",
+          "[ch08][step1][compile]") {
+  CML_NEED_SM80();
+  const auto nvcc = cml::tools::find({"nvcc"}, cml::tools::search_dirs());
+  if (!nvcc) CML_SKIP("nvcc is not on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: the compile check cannot run");
+  const std::string root = cml::test::checkout_root(__FILE__);
+  const bool learner = cml::sass::self_executable().find("_learner") != std::string::npos;
+  const std::string exercise = root + (learner ? "/chapters/" : "/solutions/") + "08_cp_async_ptx/exercise.cu";
+  std::string dir = (std::filesystem::temp_directory_path() / "cml-ch08-probe-XXXXXX").string();
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  std::ofstream(dir + "/probe.cu")
+      << "#include \"" << exercise << "\"\n"
+      << "__global__ void cml_probe_cg8(const ch08::Word* in) {\n"
+      << "  __shared__ alignas(16) ch08::Word tile[8];\n"
+      << "  ch08::cp_async<8, ch08::Cache::cg>(tile, in);  // .cg copies 16 bytes only\n"
+      << "}\n"
+      << "__global__ void cml_probe_ca32(const ch08::Word* in) {\n"
+      << "  __shared__ alignas(16) ch08::Word tile[8];\n"
+      << "  ch08::cp_async<32, ch08::Cache::ca>(tile, in);  // .ca copies 4, 8 or 16\n"
+      << "}\n";
+  const auto& d = cml::test::device();
+  const auto out = cml::tools::run(cml::tools::quote(*nvcc) + " -std=c++17 -arch=sm_" + std::to_string(d.cc()) +
+                                   " -cubin -o " + cml::tools::quote(dir + "/probe.cubin") + " -I" +
+                                   cml::tools::quote(root + "/chapters/08_cp_async_ptx") + " -I" +
+                                   cml::tools::quote(root + "/common") + " " + cml::tools::quote(dir + "/probe.cu") +
+                                   " 2>&1");
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::size_t refused = 0;
+  for (std::size_t at = out.text.find("static assertion failed"); at != std::string::npos;
+       at = out.text.find("static assertion failed", at + 1))
+    ++refused;
+  const std::string probe = "a probe that calls cp_async<8, Cache::cg> and cp_async<32, Cache::ca>";
+  {
+    INFO(probe << " compiled: your cp_async accepts sizes cp.async does not take — a static_assert on Bytes and C "
+         "must refuse them in exercise.cu, with a message naming the sizes (step 1; ./lab hint 08)");
+    REQUIRE(out.status != 0);
+  }
+  {
+    INFO(probe << " was refused by ptxas, not by your wrapper: the error points at a line of a temporary .ptx file, "
+         "far from the call — put a static_assert on Bytes and C in cp_async (step 1; ./lab hint 08)\n"
+         << out.text.substr(0, 1200));
+    REQUIRE(out.text.find("ptxas") == std::string::npos);
+  }
+  INFO(probe << ": want two static assertions failed in exercise.cu (one per call), each naming the sizes (\"16\"); "
+       "nvcc said:\n" << out.text.substr(0, 1500));
+  CHECK(refused == 2);
+  CHECK(out.text.find("exercise.cu") != std::string::npos);
+  CHECK(out.text.find("16") != std::string::npos);
+}
+
+TEST_CASE("step 1: the tile copy reads nothing past the array's end (memcheck)", "[ch08][step1][mechanism]") {
+  CML_NEED_SM80();
+  CML_CHECK_SANITIZER("memcheck", "memcheck:copy", "bad accesses by the tile copy of 5 tiles + 6 words",
+                      "the piece where the array ends must read only its src_bytes — cp.async's src-size operand",
+                      "step 1");
+}
+
+TEST_CASE("step 1: the tile copy and the experiment read no shared word before its copy landed (racecheck)",
+          "[ch08][step1][mechanism]") {
+  CML_NEED_SM80();
+  CML_CHECK_SANITIZER("racecheck", "racecheck:copy", "hazards in the tile copy",
+                      "cp.async is asynchronous: its bytes are there after the copying thread's wait and, for the "
+                      "other threads, after a barrier that follows it",
+                      "step 1");
+  CML_CHECK_SANITIZER("racecheck", "racecheck:reverse", "hazards in the experiment",
+                      "the same: a wait covers the calling thread's copies only", "step 1");
+}
+
+// ---- Step 2 -----------------------------------------------------------------------------
+
+TEST_CASE("step 2: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it",
+          "[ch08][step2][correctness]") {
+  CML_NEED_SM80();
+  check_sums(ch08::sum_pipeline, "sum_pipeline", step2_advice, "step 2");
+  check_enqueues_only(ch08::sum_pipeline, "sum_pipeline");
+  check_stage_range(ch08::sum_pipeline, "sum_pipeline");
+}
+
+TEST_CASE("step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and waits with cp.async.wait_group S - 1 (SASS)",
+          "[ch08][step2][mechanism]") {
+  CML_NEED_SM80();
+  for (int s = 1; s <= ch08::kMaxStages; ++s) check_pipeline_sass("ch08::sum_pipeline_kernel<" + std::to_string(s) + ">", s, "step 2");
+}
+
+TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copies landed (racecheck)",
+          "[ch08][step2][mechanism]") {
+  CML_NEED_SM80();
+  CML_CHECK_SANITIZER("racecheck", "racecheck:pipeline", "hazards in sum_pipeline_kernel on 3 tiles + 6 words",
+                      "wait for the group (cp.async.wait_group), THEN the block barrier, then compute; a barrier at "
+                      "the end of the tile before its stage is refilled",
+                      "step 2");
+}
+
+// PROVISIONAL bar: kStagesOverOne.
+TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 stage (PROVISIONAL)", "[ch08][step2][perf]") {
+  CML_NEED_SM80();
+  const auto st = time_all({timed_1d(ch08::sum_pipeline, 1), timed_1d(ch08::sum_pipeline, 3)}, 2);
+  INFO("sum_pipeline at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of itself at 1 "
+       "stage; want " << kStagesOverOne << ": with 3 stages the next 2 tiles' copies are in flight while the block "
+       "computes — commit them before waiting, and wait for all but the newest 2 groups (step 2; ./lab hint 08)");
+  CHECK(st[0].median_ms / st[1].median_ms >= kStagesOverOne);
+}
+
+// ---- Step 3 -----------------------------------------------------------------------------
+
+TEST_CASE("step 3: sum_fast computes every block's sum at every stage count, n not a multiple of 4",
+          "[ch08][step3][correctness]") {
+  CML_NEED_SM80();
+  check_sums(ch08::sum_fast, "sum_fast", step3_advice, "step 3");
+  check_enqueues_only(ch08::sum_fast, "sum_fast");
+  check_stage_range(ch08::sum_fast, "sum_fast");
+}
+
+TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only, the tail zero-filled (SASS)",
+          "[ch08][step3][mechanism]") {
+  CML_NEED_SM80();
+  check_pipeline_sass("ch08::sum_fast_kernel<3>", 3, "step 3");
+  CML_KERNEL_SASS(f, "ch08::sum_fast_kernel<3>");
+  std::size_t zfill = 0;
+  const auto forms = copy_forms(*f, zfill);
+  {
+    INFO("ch08::sum_fast_kernel<3> compiles to " << forms_text(forms) << "; want LDGSTS.E.BYPASS.128 only: every copy "
+         "is one 16-byte cp.async.cg — the array's tail too, with src-size, not a branch to narrower copies (step 3; "
+         "./lab hint 08)");
+    CHECK((forms.size() == 1 && forms.begin()->first == "LDGSTS.E.BYPASS.128"));
+  }
+  INFO("ch08::sum_fast_kernel<3> has no LDGSTS.E.BYPASS.128.ZFILL: its copies have no src-size, so where the array "
+       "ends inside a thread's 16 bytes they either read past it or leave words out — give every copy the bytes "
+       "that exist as its src-size (step 3; ./lab hint 08)");
+  CHECK(zfill > 0);
+}
+
+TEST_CASE("step 3: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch08][step3][mechanism]") {
+  CML_NEED_SM80();
+  CML_CHECK_SANITIZER("memcheck", "memcheck:fast", "bad accesses by sum_fast_kernel on 7 tiles + 3 words",
+                      "a 16-byte copy of the array's last, partial piece reads past its end — give it the bytes that "
+                      "exist as src-size, and point copies that read nothing at a word that exists",
+                      "step 3");
+}
+
+TEST_CASE("step 3: sum_fast_kernel reads no stage before its copies landed (racecheck)", "[ch08][step3][mechanism]") {
+  CML_NEED_SM80();
+  CML_CHECK_SANITIZER("racecheck", "racecheck:fast", "hazards in sum_fast_kernel",
+                      "the same order as step 2: commit, wait, barrier, compute, barrier", "step 3");
+}
+
+// PROVISIONAL bar: kFastOverReadOnly.
+TEST_CASE("step 3: copy-bound, 16-byte copies read at kFastOverReadOnly of a read-only kernel (PROVISIONAL)",
+          "[ch08][step3][perf]") {
+  CML_NEED_SM80();
+  const auto st = time_all({timed_1d(ch08::sum_read_only, 1), timed_1d(ch08::sum_fast, 3)}, 4);
+  INFO("sum_fast at 3 stages, 4 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of the read-only "
+       "kernel; want " << kFastOverReadOnly << ": one 16-byte copy per thread per tile instead of four 4-byte ones "
+       "(step 3; ./lab hint 08)");
+  CHECK(st[0].median_ms / st[1].median_ms >= kFastOverReadOnly);
+}
+
+// ---- Step 4 -----------------------------------------------------------------------------
+
+TEST_CASE("step 4: sum_bulk computes every block's sum at every stage count, n not a multiple of 4 (sm_90)",
+          "[ch08][step4][correctness]") {
+  CML_NEED_SM90();
+  check_sums(ch08::sum_bulk, "sum_bulk", step4_advice, "step 4");
+  check_enqueues_only(ch08::sum_bulk, "sum_bulk");
+  check_stage_range(ch08::sum_bulk, "sum_bulk");
+}
+
+TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing on an mbarrier (SASS)",
+          "[ch08][step4][mechanism]") {
+  CML_NEED_SM90();
+  CML_KERNEL_SASS(f, "ch08::sum_bulk_kernel<3>");
+  {
+    INFO("ch08::sum_bulk_kernel<3> has no UBLKCP.S.G (cp.async.bulk global -> shared): the tiles do not move by bulk "
+         "copies — one thread issues one per tile with ptx.cuh's bulk_copy_to_shared (step 4; ./lab hint 08)");
+    CHECK(cml::sass::count(*f, "UBLKCP.S.G") > 0);
+  }
+  {
+    INFO("ch08::sum_bulk_kernel<3> has no SYNCS.ARRIVE.TRANS64 (mbarrier.arrive.expect_tx): no phase expects the "
+         "copies' bytes, so nothing ties the barrier to the copy (step 4; ./lab hint 08)");
+    CHECK(cml::sass::count(*f, "SYNCS.ARRIVE.TRANS64") > 0);
+  }
+  INFO("ch08::sum_bulk_kernel<3> has no SYNCS.PHASECHK (mbarrier.try_wait.parity): nobody waits for a phase — call "
+       "ptx.cuh's wait_phase before computing on a stage (step 4; ./lab hint 08)");
+  CHECK(cml::sass::count(*f, "SYNCS.PHASECHK") > 0);
+}
+
+TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memcheck)", "[ch08][step4][mechanism]") {
+  CML_NEED_SM90();
+  CML_CHECK_SANITIZER("memcheck", "memcheck:bulk", "bad accesses by sum_bulk_kernel on 7 tiles + 3 words",
+                      "the bulk copy moves the tile's bytes rounded down to 16; the last 1-3 words another way, "
+                      "reading only those words",
+                      "step 4");
+}
+
+TEST_CASE("step 4: sum_bulk_kernel reads no stage before its phase completed (racecheck)", "[ch08][step4][mechanism]") {
+  CML_NEED_SM90();
+  CML_CHECK_SANITIZER("racecheck", "racecheck:bulk", "hazards in sum_bulk_kernel",
+                      "every thread waits for the stage's phase before it reads; thread 0 refills a stage only after "
+                      "the barrier that ends its last use; the tail's copy has landed before the arrival",
+                      "step 4");
+}
+
+// PROVISIONAL bar: kBulkStagesOverOne.
+TEST_CASE("step 4: 3 stages of bulk copies overlap: kBulkStagesOverOne of 1 stage (PROVISIONAL)", "[ch08][step4][perf]") {
+  CML_NEED_SM90();
+  const auto st = time_all({timed_1d(ch08::sum_bulk, 1), timed_1d(ch08::sum_bulk, 3)}, 2);
+  INFO("sum_bulk at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of itself at 1 "
+       "stage; want " << kBulkStagesOverOne << ": thread 0 starts tile k + stages - 1 before the block waits for tile k "
+       "(step 4; ./lab hint 08)");
+  CHECK(st[0].median_ms / st[1].median_ms >= kBulkStagesOverOne);
+}
+
+// ---- Step 5 -----------------------------------------------------------------------------
+
+TEST_CASE("step 5: sum_tma computes every block's sum over matrices with edge boxes and pitched rows (sm_90)",
+          "[ch08][step5][correctness]") {
+  CML_NEED_SM90();
+  check_cases(
+      ch08::matrix_cases(), [](const ch08::MatrixCase& mc, int compute, int stages) { return box_sums(mc, compute, stages); },
+      [](const ch08::MatrixCase& mc) { return mc.rows % ch08::kBoxRows != 0 || mc.cols % ch08::kBoxCols != 0; },
+      "sum_tma", step5_advice, "step 5");
+  // Only enqueues: the map is encoded on the host (once warmed up: the driver entry point
+  // is looked up on first use), the kernel is the one node.
+  for (const auto& mc : {ch08::matrix_cases()[5], ch08::matrix_cases()[3]}) {  // 3 x 8191 pitched; no rows
+    const ch08::HostMatrix hm = ch08::make_matrix(mc.rows, mc.cols, mc.pitch);
+    const ch08::DeviceMatrix dm(hm);
+    cml::DeviceBuffer<Word> partial(4);
+    const auto job = ch08::make_matrix_job(dm.view, partial.data(), 4, 0, 3);
+    (void)ch08::tensor_map_for(dm.view);
+    const std::string err = cml::test::enqueue_only_error([&](cudaStream_t s) { ch08::sum_tma(job, s); }, 1);
+    INFO("sum_tma on " << mc.what << ": " << err << " (cp_async_ptx.cuh: it only enqueues its kernel on `stream`)");
+    CHECK(err.empty());
+  }
+}
+
+TEST_CASE("step 5: sum_tma_kernel loads each box with one 2D TMA copy completing on an mbarrier (SASS)",
+          "[ch08][step5][mechanism]") {
+  CML_NEED_SM90();
+  CML_KERNEL_SASS(f, "ch08::sum_tma_kernel<3>");
+  {
+    INFO("ch08::sum_tma_kernel<3> has no UTMALDG.2D (cp.async.bulk.tensor.2d): the boxes do not come through the "
+         "tensor memory accelerator — ptx.cuh's tensor_load_2d with &map (step 5; ./lab hint 08)");
+    CHECK(cml::sass::count(*f, "UTMALDG.2D") > 0);
+  }
+  {
+    INFO("ch08::sum_tma_kernel<3> has no SYNCS.ARRIVE.TRANS64 (mbarrier.arrive.expect_tx): no phase expects the box's "
+         "bytes (step 5; ./lab hint 08)");
+    CHECK(cml::sass::count(*f, "SYNCS.ARRIVE.TRANS64") > 0);
+  }
+  INFO("ch08::sum_tma_kernel<3> has no SYNCS.PHASECHK: nobody waits for a phase (step 5; ./lab hint 08)");
+  CHECK(cml::sass::count(*f, "SYNCS.PHASECHK") > 0);
+}
+
+TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (racecheck)", "[ch08][step5][mechanism]") {
+  CML_NEED_SM90();
+  CML_CHECK_SANITIZER("racecheck", "racecheck:tma", "hazards in sum_tma_kernel on a 9 x 257 matrix",
+                      "the same order as step 4: wait for the phase, compute, barrier before the refill", "step 5");
+}
+
+// PROVISIONAL bar: kTmaStagesOverOne.
+TEST_CASE("step 5: 3 stages of TMA loads overlap: kTmaStagesOverOne of 1 stage (PROVISIONAL)", "[ch08][step5][perf]") {
+  CML_NEED_SM90();
+  const auto st = time_all({timed_tma(1), timed_tma(3)}, 2);
+  INFO("sum_tma at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of itself at 1 "
+       "stage; want " << kTmaStagesOverOne << " (step 5; ./lab hint 08)");
+  CHECK(st[0].median_ms / st[1].median_ms >= kTmaStagesOverOne);
+}
+
+// ---- Provided -----------------------------------------------------------------------------
+
+TEST_CASE("the tensor map refuses rows that are not a multiple of 16 bytes apart, and takes them pitched",
+          "[ch08][provided]") {
+  CML_NEED_SM90();
+  cml::DeviceBuffer<Word> words(16 * 8192);
+  ch08::Matrix m;
+  m.data = words.data();
+  m.rows = 16;
+  m.cols = m.pitch = 8191;
+  CHECK_THROWS_AS(ch08::tensor_map_for(m), std::invalid_argument);
+  m.pitch = 8192;
+  CHECK_NOTHROW(ch08::tensor_map_for(m));
+}
+
+// ---- Both sides of the bars, for the maintainer ------------------------------------------
+
+// Five runs of each bar's correct side with this build's kernels, and the chapter's bench
+// ratios against chapter 07's solution. Run on the solution's build for the correct sides,
+// and on a mutant's build (tools/mutants.py builds each in build-mutants/build) for the
+// mistake's side. Not run by ./lab check.
+TEST_CASE("measure both sides of the speed bars", "[ch08][.measure]") {
+  const auto& d = cml::test::device();
+  std::printf("device %s (sm_%d)\n", d.name.c_str(), d.cc());
+  const SumFn ch07_pipeline = [](const Job& j, cudaStream_t s) { ch07::sum_pipeline(j, s); };
+  const SumFn ch07_fast = [](const Job& j, cudaStream_t s) { ch07::sum_fast(j, s); };
+  for (int run = 0; run < 5; ++run) {
+    auto st = time_all({timed_1d(ch08::sum_pipeline, 1), timed_1d(ch08::sum_pipeline, 3)}, 2);
+    std::printf("run %d  kStagesOverOne     pipeline x3 / x1 at 2 blocks/SM: %.3f\n", run,
+                st[0].median_ms / st[1].median_ms);
+    st = time_all({timed_1d(ch08::sum_read_only, 1), timed_1d(ch08::sum_fast, 3), timed_1d(ch08::sum_pipeline, 3)}, 4);
+    std::printf("run %d  kFastOverReadOnly  fast x3 / read-only at 4 blocks/SM: %.3f   (4-byte pipeline x3: %.3f)\n",
+                run, st[0].median_ms / st[1].median_ms, st[0].median_ms / st[2].median_ms);
+    st = time_all({timed_1d(ch07_pipeline, 3), timed_1d(ch08::sum_pipeline, 3), timed_1d(ch07_fast, 3),
+                   timed_1d(ch08::sum_fast, 3)},
+                  4);
+    std::printf("run %d  bench              pipeline / ch07 pipeline (x3, 4 blocks/SM): %.3f   fast / ch07 fast: %.3f\n",
+                run, st[0].median_ms / st[1].median_ms, st[2].median_ms / st[3].median_ms);
+    if (d.cc() < 90) continue;
+    st = time_all({timed_1d(ch08::sum_bulk, 1), timed_1d(ch08::sum_bulk, 3), timed_tma(1), timed_tma(3),
+                   timed_1d(ch07_pipeline, 3)},
+                  2);
+    std::printf("run %d  kBulkStagesOverOne bulk x3 / x1 at 2 blocks/SM: %.3f   kTmaStagesOverOne tma x3 / x1: %.3f\n",
+                run, st[0].median_ms / st[1].median_ms, st[2].median_ms / st[3].median_ms);
+    st = time_all({timed_1d(ch07_pipeline, 3), timed_1d(ch08::sum_bulk, 3), timed_tma(3)}, 4);
+    std::printf("run %d  bench              bulk x3 / ch07 pipeline x3 at 4 blocks/SM: %.3f   tma x3: %.3f\n", run,
+                st[0].median_ms / st[1].median_ms, st[0].median_ms / st[2].median_ms);
+  }
+  std::fflush(stdout);
+  SUCCEED();
+}
