@@ -12,6 +12,7 @@
 #include "transpose.cuh"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
+#include "kernel_sass.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -99,11 +100,6 @@ void check_enqueues_only(TransposeFn fn, const char* name) {
 
 // ---- SASS -------------------------------------------------------------------------------
 
-std::optional<cml::sass::Function> kernel_sass(const std::string& name) {
-  static const auto fns = cml::sass::dump(cml::sass::self_executable());
-  return cml::sass::find(fns, name);
-}
-
 // Shared or global accesses of a width: "LDS" with width 16 counts LDS.128 and LDS.U.128.
 std::size_t count_width(const cml::sass::Function& f, const std::string& op, unsigned bytes) {
   std::size_t n = 0;
@@ -118,15 +114,6 @@ std::size_t count_width(const cml::sass::Function& f, const std::string& op, uns
 std::size_t count_op(const cml::sass::Function& f, const std::string& op) {
   return count_width(f, op, 4) + count_width(f, op, 8) + count_width(f, op, 16);
 }
-
-#define CML_KERNEL_SASS(var, name)                                                           \
-  std::optional<cml::sass::Function> var;                                                    \
-  try {                                                                                      \
-    var = kernel_sass(name);                                                                 \
-  } catch (const cml::Skip& e) {                                                             \
-    CML_SKIP(e.what());                                                                      \
-  }                                                                                          \
-  if (!var) FAIL("no kernel named " << (name) << " in the compiled code: keep the kernel's name")
 
 // ---- Nsight Compute ---------------------------------------------------------------------
 
@@ -260,6 +247,19 @@ cml::Stats speed_ratio(TransposeFn fn, TransposeFn baseline, int side, double& r
   return st[1];
 }
 
+// fn's speed bar: at least `bar` of `baseline`'s speed on the large square, or the message
+// with both times and what the learner should change.
+void check_speed(TransposeFn fn, const char* name, TransposeFn baseline, const char* baseline_name, double bar,
+                 const char* advice) {
+  const int side = large_side();
+  double r = 0;
+  cml::Stats base;
+  const auto st = speed_ratio(fn, baseline, side, r, base);
+  INFO(name << " on " << side << " x " << side << ": " << cml::ratio_text(base, st) << " of " << baseline_name
+            << "; want " << bar << ": " << advice);
+  CHECK(r >= bar);
+}
+
 // The speed bars, as ratios to a copy of the same bytes timed interleaved in the same
 // process. Each sits between the slowest correct solution and the fastest mistake the step
 // teaches, measured five times each at 8192^2 on an H100 and an H200 (2026-11-23;
@@ -341,14 +341,9 @@ TEST_CASE("step 1: transpose_tiled_kernel has no shared-memory race (racecheck)"
 }
 
 TEST_CASE("step 1: transpose_tiled reaches kTiledOverCopyTiles of copy_tiles", "[ch05][step1][perf]") {
-  const int side = large_side();
-  double r = 0;
-  cml::Stats base;
-  const auto st = speed_ratio(ch05::transpose_tiled, ch05::copy_tiles, side, r, base);
-  INFO("transpose_tiled on " << side << " x " << side << ": " << cml::ratio_text(base, st) << " of copy_tiles; "
-       "want " << kTiledOverCopyTiles << ": the naive transpose's column writes reach about 0.17 — read AND write "
-       "along rows, through the tile (step 1; ./lab hint 05)");
-  CHECK(r >= kTiledOverCopyTiles);
+  check_speed(ch05::transpose_tiled, "transpose_tiled", ch05::copy_tiles, "copy_tiles", kTiledOverCopyTiles,
+              "the naive transpose's column writes reach about 0.17 — read AND write along rows, through the tile "
+              "(step 1; ./lab hint 05)");
 }
 
 // ---- Step 2 -----------------------------------------------------------------------------
@@ -366,14 +361,8 @@ TEST_CASE("step 2: transpose_padded_kernel's shared accesses have no bank confli
 }
 
 TEST_CASE("step 2: transpose_padded reaches kPaddedOverCopyTiles of copy_tiles", "[ch05][step2][perf]") {
-  const int side = large_side();
-  double r = 0;
-  cml::Stats base;
-  const auto st = speed_ratio(ch05::transpose_padded, ch05::copy_tiles, side, r, base);
-  INFO("transpose_padded on " << side << " x " << side << ": " << cml::ratio_text(base, st) << " of copy_tiles; "
-       "want " << kPaddedOverCopyTiles << ": with 32-way conflicts on the column reads a tile transpose stays near "
-       "0.57 (step 2; ./lab hint 05)");
-  CHECK(r >= kPaddedOverCopyTiles);
+  check_speed(ch05::transpose_padded, "transpose_padded", ch05::copy_tiles, "copy_tiles", kPaddedOverCopyTiles,
+              "with 32-way conflicts on the column reads a tile transpose stays near 0.57 (step 2; ./lab hint 05)");
 }
 
 TEST_CASE("step 2: transpose_padded_kernel has no shared-memory race (racecheck)", "[ch05][step2][mechanism]") {
@@ -396,14 +385,8 @@ TEST_CASE("step 3: transpose_swizzled_kernel has no bank conflict and no pad (nc
 }
 
 TEST_CASE("step 3: transpose_swizzled reaches kSwizzledOverCopyTiles of copy_tiles", "[ch05][step3][perf]") {
-  const int side = large_side();
-  double r = 0;
-  cml::Stats base;
-  const auto st = speed_ratio(ch05::transpose_swizzled, ch05::copy_tiles, side, r, base);
-  INFO("transpose_swizzled on " << side << " x " << side << ": " << cml::ratio_text(base, st) << " of copy_tiles; "
-       "want " << kSwizzledOverCopyTiles << ": with 32-way conflicts on the column reads a tile transpose stays "
-       "near 0.57 (step 3; ./lab hint 05)");
-  CHECK(r >= kSwizzledOverCopyTiles);
+  check_speed(ch05::transpose_swizzled, "transpose_swizzled", ch05::copy_tiles, "copy_tiles", kSwizzledOverCopyTiles,
+              "with 32-way conflicts on the column reads a tile transpose stays near 0.57 (step 3; ./lab hint 05)");
 }
 
 TEST_CASE("step 3: transpose_swizzled_kernel has no shared-memory race (racecheck)", "[ch05][step3][mechanism]") {
@@ -446,13 +429,8 @@ TEST_CASE("step 4: transpose_wide_kernel's 16-byte shared accesses have no bank 
 
 // PROVISIONAL bar: kWideOverMemcpy.
 TEST_CASE("step 4: transpose_wide reaches kWideOverMemcpy of cudaMemcpy (PROVISIONAL)", "[ch05][step4][perf]") {
-  const int side = large_side();
-  double r = 0;
-  cml::Stats base;
-  const auto st = speed_ratio(ch05::transpose_wide, memcpy_d2d, side, r, base);
-  INFO("transpose_wide on " << side << " x " << side << ": " << cml::ratio_text(base, st) << " of cudaMemcpy device "
-       "to device; want " << kWideOverMemcpy << ": 16-byte accesses end to end, and no conflict (step 4; ./lab hint 05)");
-  CHECK(r >= kWideOverMemcpy);
+  check_speed(ch05::transpose_wide, "transpose_wide", memcpy_d2d, "cudaMemcpy device to device", kWideOverMemcpy,
+              "16-byte accesses end to end, and no conflict (step 4; ./lab hint 05)");
 }
 
 TEST_CASE("step 4: transpose_wide_kernel has no shared-memory race (racecheck)", "[ch05][step4][mechanism]") {

@@ -16,6 +16,7 @@
 #include "exercise_source.hpp"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
+#include "kernel_sass.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -156,11 +157,6 @@ void check_not_the_solution() {
 
 // ---- SASS -------------------------------------------------------------------------------
 
-std::optional<cml::sass::Function> kernel_sass(const std::string& name) {
-  static const auto fns = cml::sass::dump(cml::sass::self_executable());
-  return cml::sass::find(fns, name);
-}
-
 // Global loads into registers: LDG of any width ("LDGSTS" and "LDGDEPBAR" are not loads
 // into registers).
 std::size_t global_loads(const cml::sass::Function& f) {
@@ -168,15 +164,6 @@ std::size_t global_loads(const cml::sass::Function& f) {
   for (const auto& o : f.opcodes) n += (o == "LDG" || o.rfind("LDG.", 0) == 0) ? 1 : 0;
   return n;
 }
-
-#define CML_KERNEL_SASS(var, name)                                                           \
-  std::optional<cml::sass::Function> var;                                                    \
-  try {                                                                                      \
-    var = kernel_sass(name);                                                                 \
-  } catch (const cml::Skip& e) {                                                             \
-    CML_SKIP(e.what());                                                                      \
-  }                                                                                          \
-  if (!var) FAIL("no kernel named " << (name) << " in the compiled code: keep the kernel's name")
 
 // The tile reaches shared memory by asynchronous copies only, committed and waited for.
 // Each check has its own message in its own scope, so a failure never shows an earlier
@@ -287,6 +274,18 @@ double speed_ratio(SumFn fn, int fn_stages, SumFn base, int base_stages, int per
   bs = st[0];
   fs = st[1];
   return st[0].median_ms / st[1].median_ms;
+}
+
+// A speed bar at 2 blocks per SM, no compute: fn at 3 stages reaches at least `bar` of
+// base's speed (at base_stages), or the message with both times and what to change.
+void check_speed(SumFn fn, const char* name, SumFn base, int base_stages, const char* base_name, double bar,
+                 const char* advice) {
+  CML_NEED_SM80();
+  cml::Stats fs, bs;
+  const double r = speed_ratio(fn, 3, base, base_stages, 2, 0, fs, bs);
+  INFO(name << " at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(bs, fs) << " of " << base_name
+            << "; want " << bar << ": " << advice);
+  CHECK(r >= bar);
 }
 
 // The speed bars, each a ratio to a kernel timed interleaved in the same process, at 2
@@ -405,35 +404,23 @@ TEST_CASE("step 3: sum_pipeline_kernel reads no stage before its copy completed 
 }
 
 TEST_CASE("step 3: 3 stages overlap copies with compute: kStagesOverOne of 1 stage", "[ch07][step3][perf]") {
-  CML_NEED_SM80();
-  cml::Stats fs, bs;
-  const double r = speed_ratio(ch07::sum_pipeline, 3, ch07::sum_pipeline, 1, 2, 0, fs, bs);
-  INFO("sum_pipeline at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(bs, fs) << " of itself at 1 "
-       "stage; want " << kStagesOverOne << ": with 3 stages the copies of the next 2 tiles must be in flight while "
-       "the block computes — fill stage k + stages - 1 before waiting for stage k, and wait for all but the newest "
-       "stages - 1 (step 3; ./lab hint 07)");
-  CHECK(r >= kStagesOverOne);
+  check_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_pipeline, 1, "itself at 1 stage", kStagesOverOne,
+              "with 3 stages the copies of the next 2 tiles must be in flight while the block computes — fill "
+              "stage k + stages - 1 before waiting for stage k, and wait for all but the newest stages - 1 (step 3; "
+              "./lab hint 07)");
 }
 
 TEST_CASE("step 3: where occupancy is limited the pipeline beats register staging by kPipelineOverSync", "[ch07][step3][perf]") {
-  CML_NEED_SM80();
-  cml::Stats fs, bs;
-  const double r = speed_ratio(ch07::sum_pipeline, 3, ch07::sum_sync, 1, 2, 0, fs, bs);
-  INFO("sum_pipeline at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(bs, fs) << " of sum_sync "
-       "(register staging); want " << kPipelineOverSync << ": few blocks per SM hide latency only with more bytes "
-       "in flight per block, and a loop lean enough to issue them (no 64-bit k % stages per tile; a whole tile's "
-       "copies unrolled) (step 3; ./lab hint 07)");
-  CHECK(r >= kPipelineOverSync);
+  check_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_sync, 1, "sum_sync (register staging)",
+              kPipelineOverSync,
+              "few blocks per SM hide latency only with more bytes in flight per block, and a loop lean enough to "
+              "issue them (no 64-bit k % stages per tile; a whole tile's copies unrolled) (step 3; ./lab hint 07)");
 }
 
 TEST_CASE("step 3: copy-bound, the pipeline reads at kPipelineOverReadOnly of a read-only kernel", "[ch07][step3][perf]") {
-  CML_NEED_SM80();
-  cml::Stats fs, bs;
-  const double r = speed_ratio(ch07::sum_pipeline, 3, ch07::sum_read_only, 1, 2, 0, fs, bs);
-  INFO("sum_pipeline at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(bs, fs) << " of the read-only "
-       "kernel; want " << kPipelineOverReadOnly << ": copies of the next tiles in flight while the block computes "
-       "(step 3; ./lab hint 07)");
-  CHECK(r >= kPipelineOverReadOnly);
+  check_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_read_only, 1, "the read-only kernel",
+              kPipelineOverReadOnly,
+              "copies of the next tiles in flight while the block computes (step 3; ./lab hint 07)");
 }
 
 // Not a test: both sides of every speed bar of steps 3 and 4, five runs, in this build (the
@@ -513,11 +500,6 @@ TEST_CASE("step 4: sum_fast_kernel reads no stage before its copy completed (rac
 }
 
 TEST_CASE("step 4: copy-bound, 16-byte copies beat step 3's 4-byte ones by kFastOverPipeline", "[ch07][step4][perf]") {
-  CML_NEED_SM80();
-  cml::Stats fs, bs;
-  const double r = speed_ratio(ch07::sum_fast, 3, ch07::sum_pipeline, 3, 2, 0, fs, bs);
-  INFO("sum_fast at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(bs, fs) << " of sum_pipeline's "
-       "speed; want " << kFastOverPipeline << ": one 16-byte copy per thread per tile instead of four 4-byte ones "
-       "(step 4; ./lab hint 07)");
-  CHECK(r >= kFastOverPipeline);
+  check_speed(ch07::sum_fast, "sum_fast", ch07::sum_pipeline, 3, "sum_pipeline's speed", kFastOverPipeline,
+              "one 16-byte copy per thread per tile instead of four 4-byte ones (step 4; ./lab hint 07)");
 }
