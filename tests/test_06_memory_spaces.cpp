@@ -1,13 +1,17 @@
 // Chapter 06 — the other memory spaces: the tests of exercise.cu, step by step. Results
 // against the CPU (the filter and the mix exactly, the rotation within the tolerance the
-// texture unit's 9-bit weights allow); the header's promises (only enqueues, on the stream
-// given; nothing for an empty input); mechanism from the compiled code of the learner's own
-// kernels (cuobjdump: resources and SASS) and from the runtime (cudaFuncGetAttributes, the
-// texture object's descriptor); speed relative to the chapter's slow version of each step,
-// timed interleaved in the same process.
+// texture unit's 9-bit weights allow), each run on a poisoned output so that a kernel that
+// did not run, an unreported launch error and a write past the end are named as such; the
+// header's promises (only enqueues, on the stream given, with the grid it names; nothing for
+// an empty input; a texture over the image given); mechanism from the compiled code of the
+// learner's own kernels (cuobjdump: resources and SASS) and from the runtime
+// (cudaFuncGetAttributes, the texture object's descriptors); speed relative to the chapter's
+// slow version of each step, timed interleaved in the same process.
 //
 //   ./lab check 06                        against your exercise.cu
 //   meson test -C build "ch06 solution"   against the solution
+//   build/tests/test_ch06_solution "[.measure]"   both sides of the speed bars, five runs
+#include "compiled_code.hpp"
 #include "harness.hpp"
 #include "memory_spaces.cuh"
 #include "enqueue_only.hpp"
@@ -20,23 +24,40 @@
 #include "cml/timing.hpp"
 #include "cml/verify.hpp"
 
-#include <cmath>
-#include <cstring>
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <functional>
 #include <map>
-#include <memory>
-#include <tuple>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
 
-// The speed bars. PROVISIONAL: not yet measured; the lead runs both sides five times on
-// the GPU (docs/06_memory_spaces.md, "Speed bars") and moves each into the middle of the
-// gap between the slowest correct solution and the fastest mistake the step teaches.
-//   step 1: the ring buffer in local memory (the starter) against the register window.
+// The speed bars. PROVISIONAL: not yet measured. The lead runs both sides five times on the
+// GPU with `build/tests/test_ch06_solution "[.measure]"` (docs/06_memory_spaces.md, "Speed
+// bars") and moves each into the middle of the gap between the slowest correct solution and
+// the fastest mistake the step teaches.
+//   step 1: fir_registers' speed over the ring buffer's. Mistake side: the ring buffer itself
+//   (the starter's code; the [.measure] case prints "the slow version over itself", about 1)
+//   and the mutant "the shift register's loop not unrolled" (tools/mutant_cases/ch06.py: the
+//   window back in a 128-byte stack frame), timed by the same case in the mutant's build:
+//   python3 tools/mutants.py 06 --only "not unrolled", then
+//   build-mutants/build/tests/test_ch06_learner "[step1][.measure]".
 constexpr double kRegistersOverRing = 1.3;
-//   step 2: the divergent constant reads (the starter's mapping) against one address per warp.
+//   step 2: mix_constant's speed over the divergent constant reads'. Mistake side: the
+//   divergent mapping itself (the starter's code, support.cu's mix_divergent: "the slow
+//   version over itself") and the mutant "one thread per output value", which puts that
+//   mapping back into the solution: python3 tools/mutants.py 06 --only "one thread per
+//   output value", then build-mutants/build/tests/test_ch06_learner "[step2][.measure]".
 constexpr double kConstantOverDivergent = 1.5;
+
+// The timed problems: the same sizes in the [perf] cases and in [.measure].
+constexpr int kPerfRows = 8192, kPerfCols = 8192;
+constexpr int kPerfPixels = 1 << 24;
+constexpr cml::TimingOptions kPerfTiming{2, 10};
 
 const std::map<std::string, ch06::KernelCode>& own_code() {
   static const auto code = ch06::read_code(cml::sass::self_executable());
@@ -51,40 +72,152 @@ const std::map<std::string, ch06::KernelCode>& own_code() {
     CML_SKIP(e.what());                                            \
   }
 
+// `enqueue` while its stream is captured: the header's "only enqueues its kernel on
+// `stream`" (kernels: 1), or "an empty input enqueues nothing" (kernels: 0).
+void check_enqueue_only(const std::string& call, const cml::Work& enqueue, std::size_t kernels) {
+  const std::string err = cml::test::enqueue_only_error(enqueue, kernels);
+  INFO(call << ": " << err << " (memory_spaces.cuh: it only enqueues its kernel on `stream`; an empty input "
+       "enqueues nothing)");
+  CHECK(err.empty());
+}
+
+std::string shape_text(dim3 grid, dim3 block) {
+  return "grid " + std::to_string(grid.x) + " " + std::to_string(grid.y) + " " + std::to_string(grid.z) + ", block " +
+         std::to_string(block.x) + " " + std::to_string(block.y) + " " + std::to_string(block.z);
+}
+
+// The grid and block of the one kernel `enqueue` puts on a captured stream, as "grid x y z,
+// block x y z" ("" when it enqueued something else: check_enqueue_only says what).
+std::string launch_shape(const cml::Work& enqueue) {
+  cml::Stream s;
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  try {
+    enqueue(s);
+  } catch (const std::exception&) {  // check_enqueue_only reports it
+  }
+  cudaGraph_t g = nullptr;
+  const bool captured = cudaStreamEndCapture(s, &g) == cudaSuccess && g != nullptr;
+  cudaGetLastError();  // a broken capture's error is not sticky: clear it for the next check
+  std::size_t nodes = 0;
+  if (captured) CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
+  cudaGraphNode_t node = nullptr;
+  cudaGraphNodeType type{};
+  cudaKernelNodeParams p{};
+  const bool one_kernel = nodes == 1 && cudaGraphGetNodes(g, &node, &nodes) == cudaSuccess &&
+                          cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel &&
+                          cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess;
+  if (captured) CUDA_CHECK(cudaGraphDestroy(g));
+  return one_kernel ? shape_text(p.gridDim, p.blockDim) : "";
+}
+
+// A step's speed bar: the step's slow version and this build's kernel on the timed problem
+// (set up by the step's subclass), timed interleaved (A B A B ..., medians compared).
+class SpeedBar {
+ public:
+  // [perf]: fails, saying why it matters, when this build's kernel is not `bar` x as fast.
+  void check() const {
+    const auto st = cml::time_interleaved({slow_, yours_}, s_, kPerfTiming);
+    INFO(what_ << ": " << cml::ratio_text(st[0], st[1]) << " x the speed of " << why_ << "; want " << bar_);
+    CHECK(st[0].median_ms / st[1].median_ms >= bar_);
+  }
+  // [.measure]: both sides of the bar, five runs, for the lead: this build's kernel over the
+  // slow version (the solution's: the correct side) and the slow version over itself (the
+  // starter's mistake: about 1, the noise). A mutant's side: the same case in its build.
+  void measure() const {
+    std::printf("device %s\n", cml::test::device().name.c_str());
+    for (int run = 0; run < 5; ++run) {
+      const auto st = cml::time_interleaved({slow_, yours_, slow_}, s_, kPerfTiming);
+      std::printf("%s run %d: this build's kernel over the slow version %s; the slow version over itself (the "
+                  "starter's mistake) %s (bar %.2f)\n",
+                  what_.c_str(), run, cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(), bar_);
+    }
+    std::fflush(stdout);
+  }
+
+ protected:
+  SpeedBar(double bar, std::string what, std::string why) : bar_(bar), what_(std::move(what)), why_(std::move(why)) {}
+  const cml::DeviceFacts& device_ = cml::test::device();  // selected before anything is allocated
+  cml::Stream s_;
+  cml::Work slow_, yours_;
+
+ private:
+  double bar_;
+  std::string what_, why_;
+};
+
+// `launch(in, out, stream)` on `input`, uploaded, and on a poisoned output of n floats, all in
+// the order of one stream: "" with the n values in `got`, or what went wrong before the
+// values can be compared (a launch error, a kernel that did not run, a write past the end).
+std::string run_on_device(const std::vector<float>& input, std::size_t n, const std::string& function,
+                          const std::function<void(const float*, float*, cudaStream_t)>& launch,
+                          std::vector<float>& got) {
+  cml::Stream s;
+  cml::DeviceBuffer<float> in(input.size());
+  ch06::upload(in.data(), input, s);
+  const ch06::PoisonedOutput out(n, s);
+  launch(in.data(), out.data(), s);
+  return out.read(got, function);
+}
+
+// When a kernel did not run: whether the runtime can load it at all (a module that failed to
+// load, under a tool or otherwise, shows here), for the message.
+std::string loadable(const void* kernel, const std::string& name, const std::string& error) {
+  if (error.rfind("the kernel did not run", 0) != 0) return error;
+  cudaFuncAttributes a{};
+  const cudaError_t e = cudaFuncGetAttributes(&a, kernel);
+  return error + "; cudaFuncGetAttributes(" + name + "): " +
+         (e == cudaSuccess ? "loads, " + std::to_string(a.numRegs) + " registers, " + std::to_string(a.localSizeBytes) +
+                                 " bytes of local memory"
+                           : std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
+}
+
+// What to add to a mismatch whose value is still the poison.
+std::string never_written(float got) {
+  return ch06::PoisonedOutput::is_poison(got) ? "; never written: no thread stored that element" : "";
+}
+
 // ---- Step 1 helpers ---------------------------------------------------------------------
 
 using FirFn = void (*)(const float*, float*, int, int, const ch06::Taps&, cudaStream_t);
-constexpr std::size_t kGuard = 64;
 
 std::string fir_error(FirFn fn, int rows, int cols, int seed) {
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  std::vector<float> host(n + kGuard);
+  std::vector<float> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = ch06::fir_input(i + seed);
   const auto taps = ch06::fir_taps(seed);
-  host.resize(n);
   const auto want = ch06::fir_reference(host, rows, cols, taps);
-  host.resize(n + kGuard);
-  cml::DeviceBuffer<float> in(n + kGuard), out(n + kGuard);
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), (n + kGuard) * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(out.data(), 0xFF, (n + kGuard) * 4));
-  cml::Stream s;
-  fn(in.data(), out.data(), rows, cols, taps, s);
-  s.synchronize();
-  CUDA_CHECK(cudaMemcpy(host.data(), out.data(), (n + kGuard) * 4, cudaMemcpyDeviceToHost));
-  for (std::size_t i = n; i < n + kGuard; ++i) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &host[i], 4);
-    if (bits != 0xFFFFFFFFu) return "wrote past the end of out";
-  }
-  const auto v = cml::compare_exact(host.data(), want.data(), n);
+  std::vector<float> got;
+  const std::string err = run_on_device(
+      host, n, "fir_registers", [&](const float* in, float* out, cudaStream_t s) { fn(in, out, rows, cols, taps, s); },
+      got);
+  if (!err.empty()) return loadable(reinterpret_cast<const void*>(ch06::fir_registers_kernel), "fir_registers_kernel", err);
+  const auto v = cml::compare_exact(got.data(), want.data(), n);
   if (v.ok) return "";
-  return v.describe() + " (row " + std::to_string(v.first_bad / cols) + ", column " + std::to_string(v.first_bad % cols) +
+  return v.describe() + never_written(got[v.first_bad]) + " (row " + std::to_string(v.first_bad / cols) + ", column " +
+         std::to_string(v.first_bad % cols) +
          (v.first_bad / cols < ch06::kTaps ? "; near the top: rows above 0 count as 0" : "") +
          (v.first_bad / cols % ch06::kSegment < ch06::kTaps ? "; at the start of a segment: the window must be filled "
                                                               "from the kTaps - 1 rows above the segment"
                                                             : "") +
          ")";
 }
+
+// Step 1's bar on 8192 x 8192 zeros: the ring buffer (the starter's way, support.cu) against
+// this build's fir_registers.
+class RegistersBar : public SpeedBar {
+ public:
+  RegistersBar()
+      : SpeedBar(kRegistersOverRing, "fir_registers on 8192 x 8192",
+                 "the ring buffer: a window in local memory costs a load per tap per row (step 1; ./lab hint 06)") {
+    CUDA_CHECK(cudaMemsetAsync(in_.data(), 0, in_.bytes(), s_));
+    slow_ = [this](cudaStream_t x) { ch06::fir_ring(in_.data(), out_.data(), kPerfRows, kPerfCols, taps_, x); };
+    yours_ = [this](cudaStream_t x) { ch06::fir_registers(in_.data(), out_.data(), kPerfRows, kPerfCols, taps_, x); };
+  }
+
+ private:
+  cml::DeviceBuffer<float> in_{static_cast<std::size_t>(kPerfRows) * kPerfCols}, out_{in_.size()};
+  ch06::Taps taps_ = ch06::fir_taps();
+};
 
 }  // namespace
 
@@ -98,15 +231,16 @@ TEST_CASE("step 1: fir_registers filters every shape exactly", "[ch06][step1][co
     INFO(sh.rows << " x " << sh.cols << " (" << sh.what << "): " << err << " (step 1; ./lab hint 06)");
     CHECK(err.empty());
   }
-  for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}}) {
-    cml::DeviceBuffer<float> in(64 * 96), out(64 * 96);
-    const auto taps = ch06::fir_taps();
-    const std::string err = cml::test::enqueue_only_error(
-        [&](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), rows, cols, taps, s); }, kernels);
-    INFO("fir_registers on " << rows << " x " << cols << ": " << err
-                             << " (memory_spaces.cuh: it only enqueues its kernel on `stream`; an empty matrix enqueues nothing)");
-    CHECK(err.empty());
-  }
+  cml::DeviceBuffer<float> in(64 * 96), out(64 * 96);
+  const auto taps = ch06::fir_taps();
+  for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}})
+    check_enqueue_only("fir_registers on " + std::to_string(rows) + " x " + std::to_string(cols),
+                       [&, r = rows, c = cols](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), r, c, taps, s); },
+                       kernels);
+  const auto shape = launch_shape([&](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), 64, 96, taps, s); });
+  INFO("fir_registers on 64 x 96 launched " << shape << "; want " << shape_text(ch06::fir_grid(64, 96), ch06::kFirBlock)
+       << " (memory_spaces.cuh: the grid is fir_grid, kFirBlock threads a block; step 1)");
+  CHECK((shape.empty() || shape == shape_text(ch06::fir_grid(64, 96), ch06::kFirBlock)));
 }
 
 TEST_CASE("step 1: fir_registers_kernel keeps its window in registers (resources, SASS)", "[ch06][step1][mechanism]") {
@@ -124,23 +258,55 @@ TEST_CASE("step 1: fir_registers_kernel keeps its window in registers (resources
 }
 
 TEST_CASE("step 1: fir_registers is kRegistersOverRing x faster than the ring buffer (PROVISIONAL)", "[ch06][step1][perf]") {
-  cml::test::device();
-  const int rows = 8192, cols = 8192;
-  const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  cml::DeviceBuffer<float> in(n), out(n);
-  CUDA_CHECK(cudaMemset(in.data(), 0, n * 4));
-  const auto taps = ch06::fir_taps();
-  cml::Stream s;
-  const auto st = cml::time_interleaved(
-      {[&](cudaStream_t x) { ch06::fir_ring(in.data(), out.data(), rows, cols, taps, x); },
-       [&](cudaStream_t x) { ch06::fir_registers(in.data(), out.data(), rows, cols, taps, x); }},
-      s, {2, 10});
-  INFO("fir_registers on 8192 x 8192: " << cml::ratio_text(st[0], st[1]) << " x the ring buffer's speed; want "
-       << kRegistersOverRing << ": a window in local memory costs a load per tap per row (step 1; ./lab hint 06)");
-  CHECK(st[0].median_ms / st[1].median_ms >= kRegistersOverRing);
+  RegistersBar().check();
 }
 
+TEST_CASE("step 1: measure both sides of the registers bar", "[ch06][step1][.measure]") { RegistersBar().measure(); }
+
 // ---- Step 2 -----------------------------------------------------------------------------
+
+namespace {
+
+std::string mix_error(int n, int seed, const std::vector<float>& m) {
+  const std::size_t total = static_cast<std::size_t>(n) * ch06::kChannels;
+  std::vector<float> host(total);
+  for (std::size_t i = 0; i < total; ++i) host[i] = ch06::mix_input(i + seed);
+  const auto want = ch06::mix_reference(host, m, n);
+  std::vector<float> got;
+  const std::string err = run_on_device(
+      host, total, "mix_constant", [&](const float* in, float* out, cudaStream_t s) { ch06::mix_constant(in, out, n, s); },
+      got);
+  if (!err.empty()) return loadable(reinterpret_cast<const void*>(ch06::mix_constant_kernel), "mix_constant_kernel", err);
+  const auto v = cml::compare_exact(got.data(), want.data(), total);
+  if (v.ok) return "";
+  if (ch06::PoisonedOutput::is_poison(got[v.first_bad]))
+    return v.describe() + never_written(got[v.first_bad]) + " (pixel " + std::to_string(v.first_bad % n) +
+           ": does every pixel get a thread, for every n?)";
+  return v.describe() + " (channel " + std::to_string(v.first_bad / n) + ", pixel " + std::to_string(v.first_bad % n) +
+         "; the matrix must come from c_mix, which the tests change with set_mix)";
+}
+
+// Step 2's bar on 2^24 pixels of zeros, with mix_matrix(): the divergent constant reads (the
+// starter's mapping, support.cu's mix_divergent) against this build's mix_constant.
+class ConstantBar : public SpeedBar {
+ public:
+  ConstantBar()
+      : SpeedBar(kConstantOverDivergent, "mix_constant on 2^24 pixels",
+                 "the divergent reads: the constant cache serves one address per warp at a time (step 2; ./lab hint "
+                 "06)") {
+    const auto m = ch06::mix_matrix();
+    ch06::set_mix(m.data());
+    ch06::set_mix_divergent(m.data());
+    CUDA_CHECK(cudaMemsetAsync(in_.data(), 0, in_.bytes(), s_));
+    slow_ = [this](cudaStream_t x) { ch06::mix_divergent(in_.data(), out_.data(), kPerfPixels, x); };
+    yours_ = [this](cudaStream_t x) { ch06::mix_constant(in_.data(), out_.data(), kPerfPixels, x); };
+  }
+
+ private:
+  cml::DeviceBuffer<float> in_{static_cast<std::size_t>(kPerfPixels) * ch06::kChannels}, out_{in_.size()};
+};
+
+}  // namespace
 
 TEST_CASE("step 2: mix_constant mixes every size exactly, with the matrix set_mix gave", "[ch06][step2][correctness]") {
   cml::test::device();
@@ -148,39 +314,15 @@ TEST_CASE("step 2: mix_constant mixes every size exactly, with the matrix set_mi
     const auto m = ch06::mix_matrix(seed);
     ch06::set_mix(m.data());
     for (const int n : ch06::mix_sizes()) {
-      const std::size_t total = static_cast<std::size_t>(n) * ch06::kChannels;
-      std::vector<float> host(total + kGuard);
-      for (std::size_t i = 0; i < total; ++i) host[i] = ch06::mix_input(i + seed);
-      host.resize(total);
-      const auto want = ch06::mix_reference(host, m, n);
-      host.resize(total + kGuard);
-      cml::DeviceBuffer<float> in(total + kGuard), out(total + kGuard);
-      CUDA_CHECK(cudaMemcpy(in.data(), host.data(), (total + kGuard) * 4, cudaMemcpyHostToDevice));
-      CUDA_CHECK(cudaMemset(out.data(), 0xFF, (total + kGuard) * 4));
-      cml::Stream s;
-      ch06::mix_constant(in.data(), out.data(), n, s);
-      s.synchronize();
-      CUDA_CHECK(cudaMemcpy(host.data(), out.data(), (total + kGuard) * 4, cudaMemcpyDeviceToHost));
-      bool guard_ok = true;
-      for (std::size_t i = total; i < total + kGuard; ++i) {
-        std::uint32_t bits = 0;
-        std::memcpy(&bits, &host[i], 4);
-        guard_ok &= bits == 0xFFFFFFFFu;
-      }
-      INFO("n = " << n << ": mix_constant wrote past the end of out (step 2)");
-      CHECK(guard_ok);
-      const auto v = cml::compare_exact(host.data(), want.data(), total);
-      INFO("n = " << n << ", matrix " << seed << ": " << v.describe() << " (channel " << v.first_bad / n << ", pixel "
-           << v.first_bad % n << "; the matrix must come from c_mix, which the tests change with set_mix; step 2)");
-      CHECK(v.ok);
+      const std::string err = mix_error(n, seed, m);
+      INFO("n = " << n << ", matrix " << seed << ": " << err << " (step 2; ./lab hint 06)");
+      CHECK(err.empty());
     }
   }
-  for (const auto& [n, kernels] : {std::pair<int, std::size_t>{1000, 1}, {0, 0}}) {
-    cml::DeviceBuffer<float> in(16000), out(16000);
-    const std::string err = cml::test::enqueue_only_error([&](cudaStream_t s) { ch06::mix_constant(in.data(), out.data(), n, s); }, kernels);
-    INFO("mix_constant with n = " << n << ": " << err << " (memory_spaces.cuh: only enqueues its kernel on `stream`)");
-    CHECK(err.empty());
-  }
+  cml::DeviceBuffer<float> in(16000), out(16000);
+  for (const auto& [n, kernels] : {std::pair<int, std::size_t>{1000, 1}, {0, 0}})
+    check_enqueue_only("mix_constant with n = " + std::to_string(n),
+                       [&, n = n](cudaStream_t s) { ch06::mix_constant(in.data(), out.data(), n, s); }, kernels);
 }
 
 TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per warp (SASS)", "[ch06][step2][mechanism]") {
@@ -191,87 +333,82 @@ TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per war
 }
 
 TEST_CASE("step 2: mix_constant is kConstantOverDivergent x faster than divergent reads (PROVISIONAL)", "[ch06][step2][perf]") {
-  cml::test::device();
-  const int n = 1 << 24;
-  const std::size_t total = static_cast<std::size_t>(n) * ch06::kChannels;
-  const auto m = ch06::mix_matrix();
-  ch06::set_mix(m.data());
-  ch06::set_mix_divergent(m.data());
-  cml::DeviceBuffer<float> in(total), out(total);
-  CUDA_CHECK(cudaMemset(in.data(), 0, total * 4));
-  cml::Stream s;
-  const auto st = cml::time_interleaved({[&](cudaStream_t x) { ch06::mix_divergent(in.data(), out.data(), n, x); },
-                                         [&](cudaStream_t x) { ch06::mix_constant(in.data(), out.data(), n, x); }},
-                                        s, {2, 10});
-  INFO("mix_constant on " << n << " pixels: " << cml::ratio_text(st[0], st[1]) << " x the divergent version's speed; want "
-       << kConstantOverDivergent << ": the constant cache serves one address per warp at a time (step 2; ./lab hint 06)");
-  CHECK(st[0].median_ms / st[1].median_ms >= kConstantOverDivergent);
+  ConstantBar().check();
 }
+
+TEST_CASE("step 2: measure both sides of the constant bar", "[ch06][step2][.measure]") { ConstantBar().measure(); }
 
 // ---- Step 3 -----------------------------------------------------------------------------
 
 namespace {
-struct Pitched {
-  float* data = nullptr;
-  std::size_t pitch = 0;
-  ~Pitched() {
-    if (data) cudaFree(data);
-  }
-};
-struct Tex {
-  cudaTextureObject_t t = 0;
-  ~Tex() {
-    if (t) cudaDestroyTextureObject(t);
-  }
-};
+
+std::string rotation_error(const ch06::RotationCase& rc) {
+  cml::Stream s;
+  const ch06::PitchedImage image(rc.width, rc.height, s);
+  const ch06::TextureObject tex(ch06::create_rotation_texture(image.image()));
+  const ch06::PoisonedOutput out(image.host.size(), s);
+  ch06::rotate_texture(tex.t, image.image(), rc.angle, out.data(), s);
+  std::vector<float> got;
+  const std::string err = out.read(got, "rotate_texture");
+  if (!err.empty())
+    return loadable(reinterpret_cast<const void*>(ch06::rotate_texture_kernel), "rotate_texture_kernel", err) +
+           (tex.t == 0 ? " (create_rotation_texture returned no texture object)" : "");
+  const std::string miss =
+      ch06::rotation_mismatch(got, ch06::rotation_reference(image.host, rc.width, rc.height, rc.angle), rc.width);
+  if (miss.empty()) return "";
+  if (std::any_of(got.begin(), got.end(), ch06::PoisonedOutput::is_poison))
+    return miss + "; some pixels were never written: does every output pixel get a thread?";
+  return miss + " — wrong at the edges only: what does a read outside the image return? everywhere, off by about half "
+                "a neighbour's difference: pixel centres are at i + 0.5; a step-like result: is the texture filtering?";
+}
+
 }  // namespace
 
 TEST_CASE("step 3: rotate_texture matches the bilinear reference within the 9-bit weights' tolerance",
           "[ch06][step3][correctness]") {
   cml::test::device();
   for (const auto& rc : ch06::rotation_cases()) {
-    const int w = rc.width, h = rc.height;
-    std::vector<float> host(static_cast<std::size_t>(w) * h);
-    for (int y = 0; y < h; ++y)
-      for (int x = 0; x < w; ++x) host[static_cast<std::size_t>(y) * w + x] = ch06::image_value(x, y);
-    Pitched p;
-    CUDA_CHECK(cudaMallocPitch(reinterpret_cast<void**>(&p.data), &p.pitch, w * sizeof(float), h));
-    CUDA_CHECK(cudaMemcpy2D(p.data, p.pitch, host.data(), w * 4, w * 4, h, cudaMemcpyHostToDevice));
-    const ch06::Image img{p.data, p.pitch, w, h};
-    Tex tex{ch06::create_rotation_texture(img)};
-    cml::DeviceBuffer<float> out(host.size() + kGuard);
-    CUDA_CHECK(cudaMemset(out.data(), 0xFF, (host.size() + kGuard) * 4));
-    cml::Stream s;
-    ch06::rotate_texture(tex.t, img, rc.angle, out.data(), s);
-    s.synchronize();
-    std::vector<float> got(host.size() + kGuard);
-    CUDA_CHECK(cudaMemcpy(got.data(), out.data(), got.size() * 4, cudaMemcpyDeviceToHost));
-    bool guard_ok = true;
-    for (std::size_t i = host.size(); i < got.size(); ++i) {
-      std::uint32_t bits = 0;
-      std::memcpy(&bits, &got[i], 4);
-      guard_ok &= bits == 0xFFFFFFFFu;
-    }
-    INFO(w << " x " << h << " (" << rc.what << "): rotate_texture wrote past the end of out (step 3)");
-    CHECK(guard_ok);
-    got.resize(host.size());
-    const std::string miss = ch06::rotation_mismatch(got, ch06::rotation_reference(host, w, h, rc.angle), w);
-    INFO(w << " x " << h << " (" << rc.what << "): " << miss
-           << " — wrong at the edges only: what does a read outside the image return? everywhere, off by about half a "
-              "neighbour's difference: pixel centres are at i + 0.5; a step-like result: is the texture filtering? (step 3; "
-              "./lab hint 06)");
-    CHECK(miss.empty());
+    const std::string err = rotation_error(rc);
+    INFO(rc.width << " x " << rc.height << " (" << rc.what << "): " << err << " (step 3; ./lab hint 06)");
+    CHECK(err.empty());
   }
+  cml::Stream s;
+  const ch06::PitchedImage image(64, 48, s);
+  s.synchronize();
+  const ch06::TextureObject tex(ch06::create_rotation_texture(image.image()));
+  cml::DeviceBuffer<float> out(64 * 48);
+  for (const auto& [w, h, kernels] : {std::tuple<int, int, std::size_t>{64, 48, 1}, {0, 48, 0}, {64, 0, 0}}) {
+    const ch06::Image img{image.image().data, image.image().pitch_bytes, w, h};
+    check_enqueue_only("rotate_texture on " + std::to_string(w) + " x " + std::to_string(h),
+                       [&, img](cudaStream_t x) { ch06::rotate_texture(tex.t, img, 0.5f, out.data(), x); }, kernels);
+  }
+  const auto shape = launch_shape([&](cudaStream_t x) { ch06::rotate_texture(tex.t, image.image(), 0.5f, out.data(), x); });
+  const auto want = shape_text(ch06::rotate_grid(64, 48), dim3(ch06::kRotateBlockX, ch06::kRotateBlockY));
+  INFO("rotate_texture on 64 x 48 launched " << shape << "; want " << want
+       << " (memory_spaces.cuh: every rotation launches rotate_grid, 32 x 8 threads; step 3)");
+  CHECK((shape.empty() || shape == want));
 }
 
-TEST_CASE("step 3: the rotation's texture filters linearly and reads 0 outside the image", "[ch06][step3][mechanism]") {
+TEST_CASE("step 3: the rotation's texture is over the image, filters linearly and reads 0 outside it",
+          "[ch06][step3][mechanism]") {
   cml::test::device();
-  const int w = 64, h = 48;
-  Pitched p;
-  CUDA_CHECK(cudaMallocPitch(reinterpret_cast<void**>(&p.data), &p.pitch, w * sizeof(float), h));
-  Tex tex{ch06::create_rotation_texture(ch06::Image{p.data, p.pitch, w, h})};
+  cml::Stream s;
+  const ch06::PitchedImage image(64, 48, s);
+  s.synchronize();
+  const ch06::Image img = image.image();
+  const ch06::TextureObject tex(ch06::create_rotation_texture(img));
   INFO("create_rotation_texture returned no texture object (0): create one over the pitched image (step 3; ./lab hint 06)");
   REQUIRE(tex.t != 0);
+  cudaResourceDesc r{};
+  CUDA_CHECK(cudaGetTextureObjectResourceDesc(&r, tex.t));
+  const bool over_img = r.resType == cudaResourceTypePitch2D && r.res.pitch2D.devPtr == img.data &&
+                        r.res.pitch2D.width == 64 && r.res.pitch2D.height == 48 &&
+                        r.res.pitch2D.pitchInBytes == img.pitch_bytes;
+  INFO("the texture's resource is not img: type " << int(r.resType) << " (want cudaResourceTypePitch2D = "
+       << int(cudaResourceTypePitch2D) << "), " << r.res.pitch2D.width << " x " << r.res.pitch2D.height << ", pitch "
+       << r.res.pitch2D.pitchInBytes << " (want 64 x 48, pitch " << img.pitch_bytes
+       << "): a texture over img.data, its width, height and pitch_bytes (step 3)");
+  CHECK(over_img);
   cudaTextureDesc d{};
   CUDA_CHECK(cudaGetTextureObjectTextureDesc(&d, tex.t));
   INFO("the texture's filter mode is " << (d.filterMode == cudaFilterModeLinear ? "linear" : "point")

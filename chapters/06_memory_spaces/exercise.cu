@@ -1,46 +1,33 @@
 // Chapter 06 — the other memory spaces: registers and local memory, constant memory, the
 // texture path. THE file you edit: three steps, TODO(1) to TODO(3). Every function works as
-// shipped (correct, in the slow space). Keep the kernels' names: the tests find them by
-// name in the compiled code.
+// shipped: each kernel runs the slow way of its step (device.cuh), correct, in the slow
+// space. Keep the kernels' names: the tests find them by name in the compiled code.
 //
 //   ./lab run 06            your kernels beside the chapter's comparisons, with their SASS
 //   ./lab check 06          the chapter's tests: which steps pass, and why not
 //   ./lab hint 06           one more hint (chapters/06_memory_spaces/hints.md)
 //
-// What each function must do is in memory_spaces.cuh.
+// What each function must do is in memory_spaces.cuh; the slow ways you start from are in
+// device.cuh (fir_ring_window, mix_one_value, rotate_by_hand).
+#include "device.cuh"
 #include "memory_spaces.cuh"
 
 #include "cml/errors.hpp"
-
-#include <cstdint>
 
 namespace ch06 {
 
 // ---- Step 1 -----------------------------------------------------------------------------
 
-// TODO(1): keep each thread's last kTaps values in registers. As shipped the window is a
-// ring buffer indexed by r % kTaps, an index known only at run time: registers cannot be
-// indexed, so the whole array lives in local memory (a 128-byte stack frame, LDL/STL in
-// SASS). Write the same filter so that every index into the window is a compile-time
-// constant once the loops are unrolled. Constraints: no stack frame, no spill, no local
-// memory at all in fir_registers_kernel (check with ./lab run 06 -- --mode=mechanism);
-// same results, same grid and block (fir_grid, kFirBlock).
+// TODO(1): keep each thread's last kTaps values in registers. As shipped the kernel runs
+// device.cuh's fir_ring_window: a ring buffer indexed by r % kTaps, an index known only at
+// run time. Registers cannot be indexed, so the whole array lives in local memory (a
+// 128-byte stack frame, LDL/STL in SASS). Write the filter here so that every index into the
+// window is a compile-time constant once the loops are unrolled. Constraints: no stack
+// frame, no spill, no local memory at all in fir_registers_kernel (check with
+// ./lab run 06 -- --mode=mechanism); same results, same grid and block (fir_grid, kFirBlock).
 __global__ void fir_registers_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
                                      Taps taps) {
-  const int c = blockIdx.x * kFirBlock + threadIdx.x;
-  const int r0 = blockIdx.y * kSegment;
-  if (c >= cols) return;
-  float window[kTaps];
-  for (int k = 0; k < kTaps; ++k) window[k] = 0.f;
-  const int end = min(rows, r0 + kSegment);
-  for (int r = max(0, r0 - (kTaps - 1)); r < end; ++r) {
-    window[r % kTaps] = in[static_cast<std::size_t>(r) * cols + c];
-    if (r < r0) continue;
-    float acc = 0.f;
-#pragma unroll
-    for (int k = 0; k < kTaps; ++k) acc += taps.w[k] * window[(r - k + kTaps) % kTaps];
-    out[static_cast<std::size_t>(r) * cols + c] = acc;
-  }
+  fir_ring_window(in, out, rows, cols, taps);
 }
 
 void fir_registers(const float* in, float* out, int rows, int cols, const Taps& taps, cudaStream_t stream) {
@@ -54,32 +41,24 @@ void fir_registers(const float* in, float* out, int rows, int cols, const Taps& 
 // The matrix M, in this file's constant memory (each .cu file has its own).
 __constant__ float c_mix[kChannels * kChannels];
 
-void set_mix(const float* matrix) { CUDA_CHECK(cudaMemcpyToSymbol(c_mix, matrix, sizeof(c_mix))); }
+// cudaMemcpyToSymbol(c_mix, ...), then a wait: device.cuh's copy_to_constant says why.
+void set_mix(const float* matrix) { copy_to_constant(c_mix, matrix); }
 
-constexpr int kMixBlock = 256;
-
-// TODO(2): make every read of c_mix one address for the whole warp. As shipped one thread
-// computes one output value (pixel t / 16, row t % 16): the 32 lanes of a warp ask for 16
-// different rows of M at once, and the constant cache serves one address at a time (16
-// rounds per read: LDC R, c[0x3][R] in SASS). Decide what a thread computes so that the
-// lanes differ along the pixels only. Constraints: same results for every n (not a
-// multiple of the block or of 32); loads of `in` and stores of `out` stay coalesced; M
-// stays in c_mix (the tests change it with set_mix); choose the launch to match.
+// TODO(2): make every read of c_mix one address for the whole warp. As shipped the kernel
+// runs device.cuh's mix_one_value: one thread computes one output value (pixel t / 16,
+// row t % 16), so the 32 lanes of a warp ask for 16 different rows of M at once, and the
+// constant cache serves one address at a time (16 rounds per read: LDC R, c[0x3][R] in
+// SASS). Decide what a thread computes so that the lanes differ along the pixels only, and
+// write it here. Constraints: same results for every n (not a multiple of the block or of
+// 32); loads of `in` and stores of `out` stay coalesced; M stays in c_mix (the tests change
+// it with set_mix); choose the launch to match.
 __global__ void mix_constant_kernel(const float* __restrict__ in, float* __restrict__ out, int n) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;
-  const std::int64_t p = t / kChannels;
-  const int r = static_cast<int>(t % kChannels);
-  if (p >= n) return;
-  float acc = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChannels; ++c) acc += c_mix[r * kChannels + c] * in[c * static_cast<std::size_t>(n) + p];
-  out[r * static_cast<std::size_t>(n) + p] = acc;
+  mix_one_value(in, c_mix, out, n);
 }
 
 void mix_constant(const float* in, float* out, int n, cudaStream_t stream) {
   if (n <= 0) return;
-  const auto blocks = static_cast<unsigned>((static_cast<std::int64_t>(n) * kChannels + kMixBlock - 1) / kMixBlock);
-  mix_constant_kernel<<<blocks, kMixBlock, 0, stream>>>(in, out, n);
+  mix_constant_kernel<<<mix_value_blocks(n), kMixValueBlock, 0, stream>>>(in, out, n);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -90,28 +69,14 @@ void mix_constant(const float* in, float* out, int n, cudaStream_t stream) {
 // pitched image (the caller destroys it); choose its addressing (what a read outside the
 // image returns), its filtering and its coordinates so that one fetch per output pixel
 // gives memory_spaces.cuh's function: bilinear between pixel centres at i + 0.5, and 0
-// outside. Then rewrite rotate_texture_kernel to read only through `tex` (no loads of
-// img.data). As shipped there is no texture, and the kernel interpolates by hand with
-// plain loads and four bounds checks per output pixel.
+// outside. Then write rotate_texture_kernel to read only through `tex` (no loads of
+// img.data). As shipped there is no texture, and the kernel runs device.cuh's
+// rotate_by_hand: plain loads, four bounds checks and the blend, per output pixel.
 cudaTextureObject_t create_rotation_texture([[maybe_unused]] const Image& img) { return 0; }
 
 __global__ void rotate_texture_kernel([[maybe_unused]] cudaTextureObject_t tex, Image img, float* __restrict__ out,
                                       float cos_a, float sin_a) {
-  const int x = blockIdx.x * kRotateBlockX + threadIdx.x, y = blockIdx.y * kRotateBlockY + threadIdx.y;
-  if (x >= img.width || y >= img.height) return;
-  const auto pixel_or_zero = [](const Image& img, int i, int j) {
-    if (i < 0 || j < 0 || i >= img.width || j >= img.height) return 0.f;
-    return reinterpret_cast<const float*>(reinterpret_cast<const char*>(img.data) + j * img.pitch_bytes)[i];
-  };
-  const float dx = x + 0.5f - 0.5f * img.width, dy = y + 0.5f - 0.5f * img.height;
-  const float sx = cos_a * dx + sin_a * dy + 0.5f * img.width - 0.5f;
-  const float sy = -sin_a * dx + cos_a * dy + 0.5f * img.height - 0.5f;
-  const float fx = floorf(sx), fy = floorf(sy);
-  const int i = static_cast<int>(fx), j = static_cast<int>(fy);
-  const float a = sx - fx, b = sy - fy;
-  const float top = (1.f - a) * pixel_or_zero(img, i, j) + a * pixel_or_zero(img, i + 1, j);
-  const float bottom = (1.f - a) * pixel_or_zero(img, i, j + 1) + a * pixel_or_zero(img, i + 1, j + 1);
-  out[static_cast<std::size_t>(y) * img.width + x] = (1.f - b) * top + b * bottom;
+  rotate_by_hand(img, out, cos_a, sin_a);
 }
 
 void rotate_texture(cudaTextureObject_t tex, const Image& img, float angle, float* out, cudaStream_t stream) {

@@ -1,22 +1,20 @@
-// Chapter 06 — what the program (main.cu) and the tests (tests/test_06_memory_spaces.cpp)
-// share: the inputs and CPU references of the three steps (with the rotation's tolerance
-// for the texture unit's 9-bit weights), and the reading of the compiled code: each
-// kernel's resource report (cuobjdump -res-usage) and the SASS facts the steps are checked
-// on. Host code only; the SASS part runs without a GPU.
+// Chapter 06 — what the program and the tests (tests/test_06_memory_spaces.cpp) share: the
+// inputs and CPU references of the three steps (with the rotation's tolerance for the
+// texture unit's 9-bit weights), and the device buffers every check runs on, each filled,
+// run and read back in the order of one stream. (The reading of the compiled code is
+// compiled_code.hpp's.) Host code only.
 #pragma once
 
 #include "memory_spaces.cuh"
 
+#include "cml/buffers.hpp"
 #include "cml/errors.hpp"
-#include "cml/sass.hpp"
-#include "cml/tools.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <map>
-#include <regex>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -164,148 +162,102 @@ inline std::string rotation_mismatch(const std::vector<float>& got, const Rotati
   return s.str();
 }
 
-// ---- The compiled code ------------------------------------------------------------------------
+// ---- Device buffers, in the order of one stream ------------------------------------------
+// Every copy and memset below is enqueued on the stream the kernel will run on. The
+// synchronous cudaMemcpy / cudaMemset go through the legacy default stream, which a
+// non-blocking stream does not wait for: cudaMemset returns before it has run, and
+// cudaMemcpy from pageable memory may return before its copy has landed ("API
+// synchronization behavior", CUDA Runtime API), so a kernel on a non-blocking stream could
+// read the input too early or be overwritten by the poison after it ran.
 
-// A kernel's line of cuobjdump -res-usage: REG:47 STACK:0 SHARED:0 LOCAL:0 ...
-struct Resources {
-  int regs = -1, stack = -1, shared = -1, local = -1;
-};
+// n floats of `host` into `device`, enqueued on `stream`.
+inline void upload(float* device, const std::vector<float>& host, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+}
 
-// One kernel's SASS as text lines, plus what the steps look for in it.
-struct KernelCode {
-  std::string mangled;
-  std::vector<std::string> lines;  // instructions, "LDC.64 R12, c[0x3][R24+0x8] ;"
-  Resources res;
-
-  std::size_t count_opcode(const std::string& prefix) const {
-    std::size_t n = 0;
-    for (const auto& l : lines) n += l.rfind(prefix, 0) == 0 ? 1 : 0;
-    return n;
+// An output of n floats followed by kGuard more, all poisoned with 0xFF bytes (a NaN no
+// kernel of the chapter writes) on `stream`: read() tells a kernel that did not run, a
+// launch error nobody reported and a write past the end from a wrong value.
+class PoisonedOutput {
+ public:
+  static constexpr std::size_t kGuard = 64;
+  PoisonedOutput(std::size_t n, cudaStream_t stream) : n_(n), buffer_(n + kGuard), stream_(stream) {
+    CUDA_CHECK(cudaMemsetAsync(buffer_.data(), 0xFF, buffer_.bytes(), stream));
   }
-  std::size_t local_accesses() const { return count_opcode("LDL") + count_opcode("STL"); }
-  // Reads of the user constant bank at an immediate offset: one address for the warp.
-  std::size_t constant_uniform() const { return count_matching(R"(c\[0x3\]\[(0x[0-9a-f]+|UR[0-9]+[^\]]*)\])"); }
-  // Reads of the user constant bank indexed by a per-thread register: one address per lane.
-  std::size_t constant_divergent() const { return count_matching(R"(c\[0x3\]\[R[0-9]+)"); }
-  std::size_t texture_fetches() const { return count_opcode("TEX") + count_opcode("TLD") + count_opcode("TLD4"); }
-  std::size_t global_loads() const { return count_opcode("LDG"); }
-  std::string first_matching(const std::string& re) const {
-    const std::regex r(re);
-    for (const auto& l : lines)
-      if (std::regex_search(l, r)) return l;
+  float* data() const { return buffer_.data(); }
+
+  // Call right after `function` enqueued its kernel on the stream: waits for the stream,
+  // copies the n values into `got`, and returns "" or what went wrong.
+  std::string read(std::vector<float>& got, const std::string& function) const {
+    const cudaError_t launch = cudaGetLastError();  // a launch error the function left unreported
+    std::vector<float> all(buffer_.size());
+    CUDA_CHECK(cudaMemcpyAsync(all.data(), buffer_.data(), buffer_.bytes(), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    got.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_));
+    if (launch != cudaSuccess)
+      return "the kernel did not run: its launch failed with " + std::string(cudaGetErrorName(launch)) + " (" +
+             cudaGetErrorString(launch) + "), and " + function + " did not report it: check every launch with "
+             "CUDA_CHECK_LAUNCH()";
+    std::size_t poisoned = 0;
+    for (std::size_t i = 0; i < n_; ++i) poisoned += is_poison(all[i]);
+    if (n_ > 0 && poisoned == n_)
+      return "the kernel did not run (or wrote nothing): all " + std::to_string(n_) + " values of out still hold the "
+             "0xFF poison written before the launch, and no CUDA error was reported (cudaGetLastError after " +
+             function + ": cudaSuccess)";
+    for (std::size_t i = n_; i < all.size(); ++i)
+      if (!is_poison(all[i])) return function + " wrote past the end of out (" + std::to_string(i - n_) + " floats after it)";
     return "";
+  }
+  // Whether a value is still the poison: an element no thread wrote.
+  static bool is_poison(float v) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    return bits == 0xFFFFFFFFu;
   }
 
  private:
-  std::size_t count_matching(const std::string& re) const {
-    const std::regex r(re);
-    std::size_t n = 0;
-    for (const auto& l : lines) n += std::regex_search(l, r) ? 1 : 0;
-    return n;
-  }
+  std::size_t n_;
+  cml::DeviceBuffer<float> buffer_;
+  cudaStream_t stream_;
 };
 
-inline std::string cuobjdump_text(const std::string& binary, const std::string& what) {
-  const auto tool = cml::sass::find_cuobjdump();
-  if (!tool)
-    throw cml::Skip("cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
-                    "nvidia-cuda-nvdisasm into .venv): the compiled code cannot be read");
-  const std::string dir = std::filesystem::path(*tool).parent_path().string();
-  const auto out = cml::tools::run("PATH=" + cml::tools::quote(dir) + ":\"$PATH\" " + cml::tools::quote(*tool) + " " +
-                                   what + " " + cml::tools::quote(binary) + " 2>&1");
-  if (out.status != 0) throw cml::Skip(*tool + " " + what + " failed: " + out.text.substr(0, 300));
-  return out.text;
-}
-
-// Every kernel of `binary` (first cubin of each name: the build targets one architecture
-// first), with its SASS lines and resources. Pure text work after cuobjdump.
-inline std::map<std::string, KernelCode> parse_code(const std::string& sass, const std::string& res_usage) {
-  std::map<std::string, KernelCode> code;
-  std::istringstream in(sass);
-  std::string line;
-  KernelCode* cur = nullptr;
-  const std::regex fn(R"(Function : (\S+))"), ins(R"(/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;)");
-  std::smatch m;
-  while (std::getline(in, line)) {
-    if (std::regex_search(line, m, fn)) {
-      const std::string name = m[1];
-      cur = code.count(name) ? nullptr : &code[name];
-      if (cur) cur->mangled = name;
-    } else if (cur && std::regex_search(line, m, ins)) {
-      std::string text = m[1];
-      // Drop a predicate guard (@P0, @!PT): the opcode comes first.
-      if (!text.empty() && text[0] == '@') text = text.substr(std::min(text.size(), text.find(' ') + 1));
-      cur->lines.push_back(text);
-    }
+// The image image_value(x, y), w x h, in pitched device memory (cudaMallocPitch, whose pitch
+// suits a 2D texture), uploaded on `stream`; `host` keeps it dense, for the references.
+class PitchedImage {
+ public:
+  PitchedImage(int w, int h, cudaStream_t stream) : host(static_cast<std::size_t>(w) * h), w_(w), h_(h) {
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) host[static_cast<std::size_t>(y) * w + x] = image_value(x, y);
+    void* p = nullptr;
+    CUDA_CHECK(cudaMallocPitch(&p, &pitch_, w * sizeof(float), h));
+    data_ = static_cast<float*>(p);
+    const cudaError_t copy = cudaMemcpy2DAsync(data_, pitch_, host.data(), w * sizeof(float), w * sizeof(float), h,
+                                               cudaMemcpyHostToDevice, stream);
+    if (copy != cudaSuccess) cudaFree(data_);  // the destructor of a half-built object does not run
+    CUDA_CHECK(copy);
   }
-  std::istringstream ru(res_usage);
-  const std::regex rfn(R"(Function (\S+):)"), rline(R"(REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+))");
-  std::string current;
-  std::map<std::string, bool> seen;
-  while (std::getline(ru, line)) {
-    if (std::regex_search(line, m, rfn)) current = m[1];
-    else if (!current.empty() && std::regex_search(line, m, rline) && code.count(current) && !seen[current]) {
-      seen[current] = true;
-      code[current].res = {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4])};
-    }
+  PitchedImage(const PitchedImage&) = delete;
+  PitchedImage& operator=(const PitchedImage&) = delete;
+  ~PitchedImage() { cml::detail::warn_on_error(cudaFree(data_), "cudaFree of the pitched image"); }
+  Image image() const { return Image{data_, pitch_, w_, h_}; }
+
+  std::vector<float> host;
+
+ private:
+  float* data_ = nullptr;
+  std::size_t pitch_ = 0;
+  int w_, h_;
+};
+
+// A texture object from create_rotation_texture, destroyed with the owner (0: none made).
+struct TextureObject {
+  cudaTextureObject_t t = 0;
+  explicit TextureObject(cudaTextureObject_t made) : t(made) {}
+  TextureObject(const TextureObject&) = delete;
+  TextureObject& operator=(const TextureObject&) = delete;
+  ~TextureObject() {
+    if (t != 0) cml::detail::warn_on_error(cudaDestroyTextureObject(t), "cudaDestroyTextureObject");
   }
-  return code;
-}
-
-inline std::map<std::string, KernelCode> read_code(const std::string& binary) {
-  return parse_code(cuobjdump_text(binary, "-sass"), cuobjdump_text(binary, "-res-usage"));
-}
-
-// The kernel whose mangled name holds `name` (ch06::name: "4ch06" + length + name).
-inline const KernelCode* find_kernel(const std::map<std::string, KernelCode>& code, const std::string& name) {
-  const std::string key = "4ch06" + std::to_string(name.size()) + name;
-  for (const auto& [mangled, k] : code)
-    if (mangled.find(key) != std::string::npos) return &k;
-  return nullptr;
-}
-
-// The steps' checks on the compiled code: "" when the kernel shows the mechanism, else what
-// is wrong and where to look. The tests and --mode=mechanism say the same words.
-inline std::string step1_code_error(const KernelCode* k) {
-  if (!k) return "no kernel fir_registers_kernel in the compiled code: keep the kernel's name";
-  std::ostringstream s;
-  if (k->res.stack != 0 || k->res.local != 0)
-    s << "fir_registers_kernel has a " << k->res.stack << "-byte stack frame (local memory): an array indexed by a "
-      << "value known only at run time (window[r % kTaps]) cannot live in registers — make every index a constant "
-      << "after unrolling (step 1). ";
-  if (k->local_accesses() > 0)
-    s << "its SASS has " << k->count_opcode("LDL") << " LDL and " << k->count_opcode("STL")
-      << " STL (local loads and stores), e.g. \"" << k->first_matching(R"(^(LDL|STL))") << "\" (step 1). ";
-  if (k->res.shared > 0)
-    s << "it uses " << k->res.shared << " bytes of shared memory: the window belongs in registers, not in shared "
-      << "memory or a shared-memory spill (step 1). ";
-  return s.str();
-}
-
-inline std::string step2_code_error(const KernelCode* k) {
-  if (!k) return "no kernel mix_constant_kernel in the compiled code: keep the kernel's name";
-  std::ostringstream s;
-  if (k->constant_divergent() > 0)
-    s << "mix_constant_kernel reads constant memory at an address held in a per-thread register ("
-      << k->constant_divergent() << " times, e.g. \"" << k->first_matching(R"(c\[0x3\]\[R[0-9]+)")
-      << "\"): the lanes of a warp ask for different words of M, and the constant cache serves them one at a "
-      << "time — make the index of M the same for every lane (step 2). ";
-  else if (k->constant_uniform() == 0)
-    s << "mix_constant_kernel never reads the user constant bank c[0x3] (every kernel reads its parameters from "
-      << "c[0x0], which does not count): M must be read from c_mix (step 2). ";
-  return s.str();
-}
-
-inline std::string step3_code_error(const KernelCode* k) {
-  if (!k) return "no kernel rotate_texture_kernel in the compiled code: keep the kernel's name";
-  std::ostringstream s;
-  if (k->texture_fetches() == 0)
-    s << "rotate_texture_kernel has no texture instruction (TEX/TLD): it must read the image with tex2D<float> "
-      << "through the texture object (step 3). ";
-  if (k->global_loads() > 0)
-    s << "it still loads from global memory " << k->global_loads() << " time(s) (e.g. \""
-      << k->first_matching(R"(^LDG)") << "\"): every value must come through the texture (step 3). ";
-  return s.str();
-}
+};
 
 }  // namespace ch06

@@ -1,11 +1,11 @@
 // Chapter 06 — the other memory spaces: the API that exercise.cu implements (the learner's
 // part, steps 1-3) and what the chapter provides for its comparisons (support.cu).
-// main.cu, the tests and the solution all include this file.
+// The program, the tests and the solution all include this file.
 //
-// Every function only enqueues its kernel on `stream` (a size of 0 enqueues nothing);
-// buffers come from cudaMalloc and do not overlap. Kernels are declared here so the program
-// can ask the runtime about them (cudaFuncGetAttributes); keep their names: the tests find
-// them by name in the compiled code.
+// Every function that takes a stream only enqueues its kernel on it (a size of 0 enqueues
+// nothing); buffers come from cudaMalloc and do not overlap. Kernels are declared here so the
+// program can ask the runtime about them (cudaFuncGetAttributes); keep their names: the
+// tests find them by name in the compiled code.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,11 +37,14 @@ void fir_registers(const float* in, float* out, int rows, int cols, const Taps& 
 // of pixel p at in[c * n + p]):  out[r * n + p] = sum over c of M[r][c] * in[c * n + p].
 // M lives in constant memory (set_mix, provided in exercise.cu, copies it there). Every
 // constant-memory read of the kernel must be one address for the whole warp: in SASS, the
-// user constant bank c[0x3] at immediate offsets only (ULDC ... c[0x3][0x40] or an operand
-// c[0x3][0x40]), never indexed by a per-thread register (LDC R, c[0x3][R]).
+// user constant bank c[0x3] at immediate offsets (ULDC ... c[0x3][0x40] or an operand
+// c[0x3][0x40]) or at a uniform register's (c[0x3][UR4+0x8]: the same for every lane),
+// never indexed by a per-thread register (LDC R, c[0x3][R]).
 // Kernel name: mix_constant_kernel.
 inline constexpr int kChannels = 16;
-void set_mix(const float* matrix);  // host, kChannels * kChannels floats, row-major; synchronous
+// set_mix: host, kChannels * kChannels floats, row-major. Synchronous: when it returns, M is
+// in constant memory for kernels launched afterwards on any stream (a non-blocking one too).
+void set_mix(const float* matrix);
 __global__ void mix_constant_kernel(const float* __restrict__ in, float* __restrict__ out, int n);
 void mix_constant(const float* in, float* out, int n, cudaStream_t stream);
 
@@ -77,25 +80,29 @@ void rotation_cos_sin(float angle, float& c, float& s);
 dim3 rotate_grid(int width, int height);
 inline constexpr int kRotateBlockX = 32, kRotateBlockY = 8;
 
-// ---- Provided by the chapter (support.cu) ----------------------------------------------
+// ---- Provided by the chapter (support.cu; the slow ways are device.cuh's) ---------------
 
 // Step 1's filter with a per-thread ring buffer indexed at run time (window[r % kTaps]):
 // the shipped starter's way, in local memory. Kernel: fir_ring_kernel.
 void fir_ring(const float* in, float* out, int rows, int cols, const Taps& taps, cudaStream_t stream);
-// The filter kept in registers, then squeezed by a register cap: __launch_bounds__(256, 8)
-// allows 65536 / (256 * 8) = 32 registers a thread, fewer than the window needs, so ptxas
-// spills to local memory (fir_capped_kernel), or, with CUDA 13's
-// .pragma "enable_smem_spilling", to shared memory (fir_smem_spill_kernel). Both are
-// written with the row loop unrolled by kTaps (one of two ways to keep the window in
-// registers; step 1 may use the other).
-void fir_capped(const float* in, float* out, int rows, int cols, const Taps& taps, cudaStream_t stream);
-void fir_smem_spill(const float* in, float* out, int rows, int cols, const Taps& taps, cudaStream_t stream);
+
+// Register spills on a kernel of their own, apart from the steps: each thread sorts the
+// kSortRun values of one column in rows r0 .. r0 + kSortRun - 1 of a rows x cols matrix
+// (in -> out, row-major; a shorter last run sorts what there is), ascending, with a bitonic
+// network indexed by constants only. The budget: no cap (sort_registers_kernel, all in
+// registers); __launch_bounds__(kSortBlock, 8), which leaves 32 registers a thread, so
+// ptxas spills to local memory (sort_capped_kernel); the same cap with CUDA 13's
+// .pragma "enable_smem_spilling", spills to shared memory (sort_smem_spill_kernel).
+inline constexpr int kSortRun = 32, kSortBlock = 256;
+enum class SortBudget { kRegisters, kLocalSpill, kSharedSpill };
+void sort_runs(SortBudget budget, const float* in, float* out, int rows, int cols, cudaStream_t stream);
 
 // Step 2's mix with one thread per output value (lanes along r: 16 rows of M per warp at
 // once), reading M from constant memory (mix_divergent_kernel: divergent, serialised), from
 // global memory with plain loads (mix_global_kernel), and through the read-only path with
 // __ldg (mix_ldg_kernel). M for the last two is the device array `matrix`. set_mix_divergent
-// copies M into support.cu's own constant array (each translation unit has its own).
+// copies M into support.cu's own constant array (each translation unit has its own);
+// synchronous, as set_mix.
 void set_mix_divergent(const float* matrix);
 void mix_divergent(const float* in, float* out, int n, cudaStream_t stream);
 void mix_global(const float* in, const float* matrix, float* out, int n, cudaStream_t stream);

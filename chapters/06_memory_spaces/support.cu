@@ -1,7 +1,9 @@
-// Chapter 06 — what the chapter provides beside your steps: the comparisons each step is
-// measured against (a ring buffer in local memory, register caps that force spills, the
-// divergent constant read and its global / read-only twins, a hand-written bilinear
-// rotation). Read them after the step: ./lab run 06 times them beside yours.
+// Chapter 06 — what the chapter provides beside your steps: the grids, and the comparisons
+// each step is timed against (the ring buffer, the divergent constant reads and their
+// global / read-only twins, the rotation by hand: device.cuh's slow ways, in kernels of
+// their own), plus register spills shown on a kernel of their own (a per-thread sort
+// squeezed by a register cap). ./lab run 06 times them beside yours.
+#include "device.cuh"
 #include "memory_spaces.cuh"
 
 #include "cml/errors.hpp"
@@ -26,26 +28,10 @@ void rotation_cos_sin(float angle, float& c, float& s) {
   s = std::sin(angle);
 }
 
-// ---- Step 1's comparisons ---------------------------------------------------------------
+// ---- Step 1's comparison ----------------------------------------------------------------
 
-// window[r % kTaps]: an index known only at run time. Registers cannot be indexed, so the
-// array lives in the thread's stack frame, in local memory (device memory, cached in L1).
-__global__ void fir_ring_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
-                                Taps taps) {
-  const int c = blockIdx.x * kFirBlock + threadIdx.x;
-  const int r0 = blockIdx.y * kSegment;
-  if (c >= cols) return;
-  float window[kTaps];
-  for (int k = 0; k < kTaps; ++k) window[k] = 0.f;
-  const int end = min(rows, r0 + kSegment);
-  for (int r = max(0, r0 - (kTaps - 1)); r < end; ++r) {
-    window[r % kTaps] = in[static_cast<std::size_t>(r) * cols + c];
-    if (r < r0) continue;
-    float acc = 0.f;
-#pragma unroll
-    for (int k = 0; k < kTaps; ++k) acc += taps.w[k] * window[(r - k + kTaps) % kTaps];
-    out[static_cast<std::size_t>(r) * cols + c] = acc;
-  }
+__global__ void fir_ring_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols, Taps taps) {
+  fir_ring_window(in, out, rows, cols, taps);
 }
 
 void fir_ring(const float* in, float* out, int rows, int cols, const Taps& taps, cudaStream_t stream) {
@@ -54,161 +40,121 @@ void fir_ring(const float* in, float* out, int rows, int cols, const Taps& taps,
   CUDA_CHECK_LAUNCH();
 }
 
-// The row loop unrolled by kTaps: inside one round the ring's slot (j) is a constant, so the
-// window can live in registers. Then ask for fewer registers than it needs.
-__device__ __forceinline__ void fir_unrolled(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
-                                             const Taps& taps) {
-  const int c = blockIdx.x * kFirBlock + threadIdx.x;
-  const int r0 = blockIdx.y * kSegment;
+// ---- Register spills --------------------------------------------------------------------
+
+// Bitonic sort of the thread's kSortRun values: every index is a constant once the three
+// loops are unrolled, so the array can live in registers (about 70 of them); a short last
+// run is padded with +inf, which sorts to the end and is not written back.
+__device__ __forceinline__ void sort_run(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  const int c = blockIdx.x * kSortBlock + threadIdx.x;
+  const int r0 = blockIdx.y * kSortRun;
   if (c >= cols) return;
-  float window[kTaps];
+  float v[kSortRun];
 #pragma unroll
-  for (int k = 0; k < kTaps; ++k) window[k] = 0.f;
-  const int end = min(rows, r0 + kSegment);
-  // Start at a multiple of kTaps, so row r is in slot r % kTaps = j.
-  for (int base = max(0, r0 - kTaps); base < end; base += kTaps) {
+  for (int k = 0; k < kSortRun; ++k) v[k] = r0 + k < rows ? in[static_cast<std::size_t>(r0 + k) * cols + c] : INFINITY;
 #pragma unroll
-    for (int j = 0; j < kTaps; ++j) {
-      const int r = base + j;
-      if (r < end) {
-        window[j] = in[static_cast<std::size_t>(r) * cols + c];
-        if (r >= r0) {
-          float acc = 0.f;
+  for (int size = 2; size <= kSortRun; size *= 2)
 #pragma unroll
-          for (int k = 0; k < kTaps; ++k) acc += taps.w[k] * window[(j - k + kTaps) % kTaps];
-          out[static_cast<std::size_t>(r) * cols + c] = acc;
+    for (int stride = size / 2; stride > 0; stride /= 2)
+#pragma unroll
+      for (int i = 0; i < kSortRun; ++i) {
+        const int j = i ^ stride;
+        if (j > i) {
+          const bool up = (i & size) == 0;
+          const float a = v[i], b = v[j];
+          v[i] = up ? fminf(a, b) : fmaxf(a, b);
+          v[j] = up ? fmaxf(a, b) : fminf(a, b);
         }
       }
-    }
-  }
+#pragma unroll
+  for (int k = 0; k < kSortRun; ++k)
+    if (r0 + k < rows) out[static_cast<std::size_t>(r0 + k) * cols + c] = v[k];
 }
 
-__global__ void __launch_bounds__(256, 8)
-    fir_capped_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols, Taps taps) {
-  fir_unrolled(in, out, rows, cols, taps);
+__global__ void sort_registers_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  sort_run(in, out, rows, cols);
 }
 
-// CUDA 13: ptxas may spill to shared memory instead of local memory, for a kernel with
-// __launch_bounds__ (so it knows how many threads share the block's shared memory).
-__global__ void __launch_bounds__(256, 8)
-    fir_smem_spill_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols, Taps taps) {
+// __launch_bounds__(256, 8): 8 blocks of 256 threads per SM leave 65536 / 2048 = 32
+// registers a thread, fewer than the run needs, so ptxas spills to local memory.
+__global__ void __launch_bounds__(kSortBlock, 8)
+    sort_capped_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  sort_run(in, out, rows, cols);
+}
+
+// CUDA 13: ptxas may spill to shared memory instead, for a kernel with __launch_bounds__
+// (so it knows how many threads share the block's shared memory).
+__global__ void __launch_bounds__(kSortBlock, 8)
+    sort_smem_spill_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   asm volatile(".pragma \"enable_smem_spilling\";");
-  fir_unrolled(in, out, rows, cols, taps);
+  sort_run(in, out, rows, cols);
 }
 
-void fir_capped(const float* in, float* out, int rows, int cols, const Taps& taps, cudaStream_t stream) {
+void sort_runs(SortBudget budget, const float* in, float* out, int rows, int cols, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
-  fir_capped_kernel<<<fir_grid(rows, cols), kFirBlock, 0, stream>>>(in, out, rows, cols, taps);
-  CUDA_CHECK_LAUNCH();
-}
-
-void fir_smem_spill(const float* in, float* out, int rows, int cols, const Taps& taps, cudaStream_t stream) {
-  if (rows <= 0 || cols <= 0) return;
-  fir_smem_spill_kernel<<<fir_grid(rows, cols), kFirBlock, 0, stream>>>(in, out, rows, cols, taps);
+  const dim3 grid(static_cast<unsigned>((cols + kSortBlock - 1) / kSortBlock),
+                  static_cast<unsigned>((rows + kSortRun - 1) / kSortRun));
+  auto* kernel = budget == SortBudget::kRegisters   ? sort_registers_kernel
+                 : budget == SortBudget::kLocalSpill ? sort_capped_kernel
+                                                     : sort_smem_spill_kernel;
+  kernel<<<grid, kSortBlock, 0, stream>>>(in, out, rows, cols);
   CUDA_CHECK_LAUNCH();
 }
 
 // ---- Step 2's comparisons ---------------------------------------------------------------
 
+// support.cu's own copy of M: each translation unit has its own constant memory.
 __constant__ float c_mix_divergent[kChannels * kChannels];
 
-void set_mix_divergent(const float* matrix) {
-  CUDA_CHECK(cudaMemcpyToSymbol(c_mix_divergent, matrix, sizeof(c_mix_divergent)));
-}
+void set_mix_divergent(const float* matrix) { copy_to_constant(c_mix_divergent, matrix); }
 
-constexpr int kMixBlock = 256;
-
-// One thread per output value: pixel p = t / 16, row r = t % 16. A warp's 32 lanes hold 16
-// different r at once, so each read of M is 16 addresses: the constant cache serves one
-// address at a time (LDC R, c[0x3][R] in SASS).
 __global__ void mix_divergent_kernel(const float* __restrict__ in, float* __restrict__ out, int n) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;
-  const std::int64_t p = t / kChannels;
-  const int r = static_cast<int>(t % kChannels);
-  if (p >= n) return;
-  float acc = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChannels; ++c) acc += c_mix_divergent[r * kChannels + c] * in[c * static_cast<std::size_t>(n) + p];
-  out[r * static_cast<std::size_t>(n) + p] = acc;
+  mix_one_value(in, c_mix_divergent, out, n);
 }
 
-// The same reads of M from global memory. No pointer is __restrict__: the compiler cannot
-// prove that the stores to `out` leave `matrix` alone, so it must use plain loads (LDG.E).
+// No pointer is __restrict__: the compiler cannot prove that the stores to `out` leave
+// `matrix` alone, so it must use plain loads (LDG.E).
 __global__ void mix_global_kernel(const float* in, const float* matrix, float* out, int n) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;
-  const std::int64_t p = t / kChannels;
-  const int r = static_cast<int>(t % kChannels);
-  if (p >= n) return;
-  float acc = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChannels; ++c) acc += matrix[r * kChannels + c] * in[c * static_cast<std::size_t>(n) + p];
-  out[r * static_cast<std::size_t>(n) + p] = acc;
+  mix_one_value(in, matrix, out, n);
 }
 
-// __ldg: the programmer promises the data is read-only for the kernel's lifetime, and the
-// load goes through the read-only (non-coherent) path: LDG.E.CONSTANT in SASS.
+// __ldg: LDG.E.CONSTANT in SASS, whatever the pointers' qualifiers.
 __global__ void mix_ldg_kernel(const float* in, const float* matrix, float* out, int n) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;
-  const std::int64_t p = t / kChannels;
-  const int r = static_cast<int>(t % kChannels);
-  if (p >= n) return;
-  float acc = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChannels; ++c)
-    acc += __ldg(&matrix[r * kChannels + c]) * __ldg(&in[c * static_cast<std::size_t>(n) + p]);
-  out[r * static_cast<std::size_t>(n) + p] = acc;
+  mix_one_value(in, matrix, out, n, ReadOnlyLoad{});
 }
 
 namespace {
-unsigned mix_blocks(int n) {
-  return static_cast<unsigned>((static_cast<std::int64_t>(n) * kChannels + kMixBlock - 1) / kMixBlock);
+// Every comparison's launch: one thread per output value, nothing for n = 0.
+template <class Kernel, class... Args>
+void launch_mix(Kernel kernel, int n, cudaStream_t stream, Args... args) {
+  if (n <= 0) return;
+  kernel<<<mix_value_blocks(n), kMixValueBlock, 0, stream>>>(args...);
+  CUDA_CHECK_LAUNCH();
 }
 }  // namespace
 
 void mix_divergent(const float* in, float* out, int n, cudaStream_t stream) {
-  if (n <= 0) return;
-  mix_divergent_kernel<<<mix_blocks(n), kMixBlock, 0, stream>>>(in, out, n);
-  CUDA_CHECK_LAUNCH();
+  launch_mix(mix_divergent_kernel, n, stream, in, out, n);
 }
 void mix_global(const float* in, const float* matrix, float* out, int n, cudaStream_t stream) {
-  if (n <= 0) return;
-  mix_global_kernel<<<mix_blocks(n), kMixBlock, 0, stream>>>(in, matrix, out, n);
-  CUDA_CHECK_LAUNCH();
+  launch_mix(mix_global_kernel, n, stream, in, matrix, out, n);
 }
 void mix_ldg(const float* in, const float* matrix, float* out, int n, cudaStream_t stream) {
-  if (n <= 0) return;
-  mix_ldg_kernel<<<mix_blocks(n), kMixBlock, 0, stream>>>(in, matrix, out, n);
-  CUDA_CHECK_LAUNCH();
+  launch_mix(mix_ldg_kernel, n, stream, in, matrix, out, n);
 }
 
 // ---- Step 3's comparison ----------------------------------------------------------------
 
-__device__ __forceinline__ float pixel_or_zero(const Image& img, int i, int j) {
-  if (i < 0 || j < 0 || i >= img.width || j >= img.height) return 0.f;
-  return reinterpret_cast<const float*>(reinterpret_cast<const char*>(img.data) + j * img.pitch_bytes)[i];
-}
-
 __global__ void rotate_manual_kernel(Image img, float* __restrict__ out, float cos_a, float sin_a) {
-  const int x = blockIdx.x * kRotateBlockX + threadIdx.x, y = blockIdx.y * kRotateBlockY + threadIdx.y;
-  if (x >= img.width || y >= img.height) return;
-  const float dx = x + 0.5f - 0.5f * img.width, dy = y + 0.5f - 0.5f * img.height;
-  // Pixel centres sit at i + 0.5: shift by half a pixel before splitting into index and weight.
-  const float sx = cos_a * dx + sin_a * dy + 0.5f * img.width - 0.5f;
-  const float sy = -sin_a * dx + cos_a * dy + 0.5f * img.height - 0.5f;
-  const float fx = floorf(sx), fy = floorf(sy);
-  const int i = static_cast<int>(fx), j = static_cast<int>(fy);
-  const float a = sx - fx, b = sy - fy;
-  const float top = (1.f - a) * pixel_or_zero(img, i, j) + a * pixel_or_zero(img, i + 1, j);
-  const float bottom = (1.f - a) * pixel_or_zero(img, i, j + 1) + a * pixel_or_zero(img, i + 1, j + 1);
-  out[static_cast<std::size_t>(y) * img.width + x] = (1.f - b) * top + b * bottom;
+  rotate_by_hand(img, out, cos_a, sin_a);
 }
 
 void rotate_manual(const Image& img, float angle, float* out, cudaStream_t stream) {
   if (img.width <= 0 || img.height <= 0) return;
   float c = 0, s = 0;
   rotation_cos_sin(angle, c, s);
-  rotate_manual_kernel<<<rotate_grid(img.width, img.height), dim3(kRotateBlockX, kRotateBlockY), 0, stream>>>(
-      img, out, c, s);
+  const dim3 block(kRotateBlockX, kRotateBlockY);
+  rotate_manual_kernel<<<rotate_grid(img.width, img.height), block, 0, stream>>>(img, out, c, s);
   CUDA_CHECK_LAUNCH();
 }
 

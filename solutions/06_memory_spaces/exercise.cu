@@ -2,6 +2,7 @@
 // Each kernel's comments say why it is written so; memory_spaces.cuh says what it must do.
 //
 //   ./lab run 06 --solution        this file's kernels beside the chapter's comparisons
+#include "device.cuh"
 #include "memory_spaces.cuh"
 
 #include "cml/errors.hpp"
@@ -45,9 +46,11 @@ void fir_registers(const float* in, float* out, int rows, int cols, const Taps& 
 
 // ---- Step 2 -----------------------------------------------------------------------------
 
+// The matrix M, in this file's constant memory (each .cu file has its own).
 __constant__ float c_mix[kChannels * kChannels];
 
-void set_mix(const float* matrix) { CUDA_CHECK(cudaMemcpyToSymbol(c_mix, matrix, sizeof(c_mix))); }
+// cudaMemcpyToSymbol(c_mix, ...), then a wait: device.cuh's copy_to_constant says why.
+void set_mix(const float* matrix) { copy_to_constant(c_mix, matrix); }
 
 constexpr int kMixBlock = 256;
 

@@ -1,6 +1,9 @@
 """Chapter 06's mutants: see tools/mutants.py. One per step at least, each a mistake the
 chapter teaches, caught by the named step's tests with the message that names it.
-SASS of the step 1 and 2 mutants checked with nvcc 13.0 (sm_90) and the pip cuobjdump."""
+SASS of the step 1 and 2 mutants checked with nvcc 13.0 (sm_90) and the pip cuobjdump
+(the program's --mode=mechanism, built from each mutant). The speed bars' mistake side:
+`python3 tools/mutants.py 06 --only "not unrolled"` leaves that mutant built in
+build-mutants/build, whose `tests/test_ch06_learner "[.measure]"` times it against the ring."""
 from . import Mutant
 
 CHAPTER = "06_memory_spaces"
@@ -16,18 +19,24 @@ MUTANTS = [
            [("for (int r = max(0, r0 - (kTaps - 1)); r < end; ++r) {\n#pragma unroll\n    for (int k = kTaps - 1",
              "for (int r = r0; r < end; ++r) {\n#pragma unroll\n    for (int k = kTaps - 1")],
            "[step1][correctness]", "at the start of a segment"),
-    # Lanes along the rows of M again (the starter's mapping): LDC R, c[0x3][R+imm].
+    # Lanes along the rows of M again (the starter's mapping, device.cuh's mix_one_value, which
+    # the solution includes for copy_to_constant): LDC R, c[0x3][R+imm].
     Mutant("one thread per output value: the lanes read 16 rows of M at once (divergent)",
            [("  const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;\n"
              "  if (p >= n) return;\n  float v[kChannels];",
-             "  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;\n"
-             "  const std::int64_t p = t / kChannels;\n  const int rr = static_cast<int>(t % kChannels);\n"
-             "  if (p >= n) return;\n  if (n > 0) {\n  float a = 0.f;\n#pragma unroll\n"
-             "  for (int c = 0; c < kChannels; ++c) a += c_mix[rr * kChannels + c] * in[c * static_cast<std::size_t>(n) + p];\n"
-             "  out[rr * static_cast<std::size_t>(n) + p] = a;\n  return;\n  }\n  float v[kChannels];"),
-            ("(static_cast<std::int64_t>(n) + kMixBlock - 1) / kMixBlock",
-             "(static_cast<std::int64_t>(n) * kChannels + kMixBlock - 1) / kMixBlock")],
+             "  if (n > 0) {\n    mix_one_value(in, c_mix, out, n);\n    return;\n  }\n"
+             "  const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;\n"
+             "  if (p >= n) return;\n  float v[kChannels];"),
+            ("  const auto blocks = static_cast<unsigned>((static_cast<std::int64_t>(n) + kMixBlock - 1) / kMixBlock);\n"
+             "  mix_constant_kernel<<<blocks, kMixBlock, 0, stream>>>(in, out, n);",
+             "  mix_constant_kernel<<<mix_value_blocks(n), kMixValueBlock, 0, stream>>>(in, out, n);")],
            "[step2][mechanism]", "per-thread register"),
+    # One thread per pixel, but the grid rounded down: the last n % 256 pixels get no thread
+    # (and n < 256 no block at all: a launch error, after the larger sizes have failed).
+    Mutant("the grid rounds down: the last pixels get no thread",
+           [("(static_cast<std::int64_t>(n) + kMixBlock - 1) / kMixBlock",
+             "static_cast<std::int64_t>(n) / kMixBlock")],
+           "[step2][correctness]", "does every pixel get a thread"),
     Mutant("clamp addressing (edge pixels repeated instead of 0 outside)",
            [("  tex.addressMode[0] = cudaAddressModeBorder;\n  tex.addressMode[1] = cudaAddressModeBorder;",
              "  tex.addressMode[0] = cudaAddressModeClamp;\n  tex.addressMode[1] = cudaAddressModeClamp;")],

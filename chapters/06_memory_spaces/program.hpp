@@ -1,0 +1,50 @@
+// Chapter 06 — what the program's files share: its settings, the context every mode runs in,
+// and the modes themselves, one function each: main.cu parses, opens and dispatches;
+// spaces_table.cpp prints the table of spaces; steps.cpp checks and times each step beside
+// its comparisons; code_report.cpp reads what the compiler made of each kernel.
+#pragma once
+
+#include "cml/run.hpp"
+#include "cml/stream.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ch06 {
+
+struct Settings {
+  std::string mode = "all";
+  int rows = 8192, cols = 8192;  // the filter's matrix (and the sort's)
+  int pixels = 1 << 24;          // the mix's pixels
+  int side = 4096;               // the rotated image's side
+  int degrees = 30;
+};
+
+struct Context {
+  const Settings& s;
+  cml::Run run;
+  cml::Stream stream{cudaStreamNonBlocking};
+};
+
+// --mode=table: the memory spaces, with this device's sizes.
+bool spaces_table(Context& c);
+// --mode=local, constant, texture: steps 1-3 (and register spills in local), each checked on
+// the CPU and timed beside the chapter's comparisons.
+bool local_mode(Context& c);
+bool constant_mode(Context& c);
+bool texture_mode(Context& c);
+// --mode=mechanism: the compiled code's checks of steps 1-3; needs no GPU. An exit code.
+int mechanism_report();
+
+// What the compiler made of this program's kernel `name` (ch06::name), as table cells:
+// "REG r, STACK s, SHARED b" from cuobjdump -res-usage, and counts of SASS instructions,
+// `what` naming them ("LDL", "STL", "LDS", "STS", "LDG", "TEX", "c[0x3][imm]", "c[0x3][R]",
+// "LDG.E.CONSTANT", "other LDG"): "3 LDL, 0 STL". "-" when there is no such kernel; the
+// reason in parentheses when cuobjdump cannot be run.
+std::string compiler_cell(const std::string& name);
+std::string sass_cell(const std::string& name, const std::vector<std::string>& what);
+// cudaFuncGetAttributes of `kernel` (what the runtime loaded): numRegs, localSizeBytes,
+// sharedSizeBytes.
+std::vector<std::string> runtime_cells(const void* kernel);
+
+}  // namespace ch06
