@@ -113,7 +113,10 @@ struct ZeroCopyOwner {
 struct Hold {
   cml::DeviceBuffer<std::uint32_t> words{std::size_t{64} << 20};
   cml::DeviceBuffer<unsigned long long> sum{1};
-  Hold() { CUDA_CHECK(cudaMemset(words.data(), 1, words.bytes())); }
+  Hold() {
+    CUDA_CHECK(cudaMemset(words.data(), 1, words.bytes()));
+    CUDA_CHECK(cudaDeviceSynchronize());  // lands before the sums on a non-blocking stream
+  }
   void on(cudaStream_t s) {
     // About 90 ms on an H100: it must outlast a call that only enqueues, even on a loaded
     // host (128 sums, 11 ms, did not when three builds shared the machine).

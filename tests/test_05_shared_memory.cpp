@@ -45,6 +45,7 @@ std::string transpose_error(TransposeFn fn, int rows, int cols) {
   cml::DeviceBuffer<float> in(n + kGuard), out(n + kGuard);
   CUDA_CHECK(cudaMemcpy(in.data(), host.data(), (n + kGuard) * 4, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemset(out.data(), 0xFF, (n + kGuard) * 4));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   cml::Stream s;
   fn(in.data(), out.data(), rows, cols, s);
   s.synchronize();
@@ -238,6 +239,7 @@ cml::Stats speed_ratio(TransposeFn fn, TransposeFn baseline, int side, double& r
   const std::size_t n = static_cast<std::size_t>(side) * side;
   cml::DeviceBuffer<float> in(n), out(n);
   CUDA_CHECK(cudaMemset(in.data(), 0, n * 4));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   cml::Stream s;
   const auto st = cml::time_interleaved({[&](cudaStream_t x) { baseline(in.data(), out.data(), side, side, x); },
                                          [&](cudaStream_t x) { fn(in.data(), out.data(), side, side, x); }},
@@ -296,6 +298,7 @@ TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
     cml::DeviceBuffer<float> sink(32);
     for (std::size_t i = 0; i < ex.size(); ++i) {
       CUDA_CHECK(cudaMemcpy(element.data() + 32 * i, ex[i].element.data(), 128, cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
       ch05::run_experiment(ex[i].store, ex[i].width, element.data() + 32 * i, ex[i].active, sink.data(), s);
     }
     s.synchronize();
@@ -305,6 +308,7 @@ TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
   const std::size_t n = static_cast<std::size_t>(shape.rows) * shape.cols;
   cml::DeviceBuffer<float> in(n), out(n);
   CUDA_CHECK(cudaMemset(in.data(), 0, n * 4));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   const std::string race = std::string(what).rfind("race:", 0) == 0 ? std::string(what).substr(5) : "";
   for (const auto& [name, fn] : learner_kernels())
     if (race.empty() || race == name) fn(in.data(), out.data(), race.empty() ? shape.rows : 100, race.empty() ? shape.cols : 68, s);

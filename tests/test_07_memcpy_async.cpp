@@ -61,6 +61,7 @@ std::string sums_error(SumFn fn, std::size_t n, int blocks, int compute, int sta
   cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(static_cast<std::size_t>(blocks) + kGuard);
   if (n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemset(partial.data(), 0xFF, (blocks + kGuard) * sizeof(Word)));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   Job job;
   job.in = in.data();
   job.n = n;
@@ -260,6 +261,7 @@ double speed_ratio(SumFn fn, int fn_stages, SumFn base, int base_stages, int per
   const int blocks = per_sm * d.sm_count;
   cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
   CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   Job a, b;
   a.in = b.in = in.data();
   a.n = b.n = n;
@@ -436,6 +438,7 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
       const int blocks = per_sm * d.sm_count;
       cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
       CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
+      CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
       Job j;
       j.in = in.data();
       j.n = n;

@@ -31,6 +31,7 @@ LaneOwner::LaneOwner(std::size_t n, const cml::ManagedBuffer<unsigned>& table, i
   std::memcpy(initial.data(), data.data(), n * sizeof(unsigned));
   finished.data()[0] = 0;
   CUDA_CHECK(cudaMemset(blocks.data(), 0, sizeof(unsigned)));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on the lane's non-blocking stream
   progress.finished_round = finished.data();
   progress.blocks_done = blocks.data();
   lane = Lane{data.data(), n, table.data(), table.size(), stream.get(), device, &progress};

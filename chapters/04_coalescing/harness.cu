@@ -42,6 +42,7 @@ std::vector<Pattern> stride_sweep() {
 Arrays::Arrays(std::size_t floats) : in(floats), out(floats), host(floats) {
   for (std::size_t i = 0; i < floats; ++i) host[i] = static_cast<float>(i % 1000003) * 0.5f + 1.0f;
   CUDA_CHECK(cudaMemcpy(in.data(), host.data(), in.bytes(), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   poison(nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());  // work on any stream finds the output poisoned
 }
@@ -97,6 +98,7 @@ Particles::Particles(std::size_t n) : host(n), aos(n) {
     fields.emplace_back(n);
     CUDA_CHECK(cudaMemcpy(fields.back().data(), field.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   }
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   soa = ParticlesSoA{fields[0].data(), fields[1].data(), fields[2].data(),
                      fields[3].data(), fields[4].data(), fields[5].data()};
 }

@@ -74,6 +74,7 @@ bool check(Context& c) {
       const auto host = ch07::make_input(k.n);
       cml::DeviceBuffer<Word> in(k.n + 1), partial(static_cast<std::size_t>(k.blocks));
       if (k.n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
       for (const int compute : {0, 3}) {
         const auto want = ch07::reference_partials(host, k.blocks, compute);
         for (int stages = 1; stages <= (v.staged && v.fixed_stages == 0 ? ch07::kMaxStages : 1); ++stages) {
@@ -97,6 +98,7 @@ bool check(Context& c) {
   const auto host = ch07::make_input(k.n);
   cml::DeviceBuffer<Word> in(k.n), partial(static_cast<std::size_t>(k.blocks));
   CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   const ch07::Variant ro{"read-only", "ceiling", ch07::sum_read_only, "sum_read_only_kernel", 0, false, 0};
   ok &= cml::report(ch07::check_partials(run_variant(ro, make_job(in.data(), k.n, partial.data(), k.blocks, 5, 1), c.stream),
                                          ch07::reference_partials(host, k.blocks, 5), k.n),
@@ -175,6 +177,7 @@ bool time_variants(Context& c) {
   Bench b(n, static_cast<std::size_t>(blocks), true);
   const auto host = ch07::make_input(n);
   CUDA_CHECK(cudaMemcpy(b.in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   bool ok = true;
   const auto rows = time_point(c, b, chosen_variants(c.s.variant), blocks, c.s.compute, {c.s.stages}, true, ok);
   cml::Table t("variants", {"variant", "stages", "ms", "GB/s", "of read-only", "of sync"});
@@ -202,6 +205,7 @@ bool shmoo(Context& c) {
   Bench b(n, static_cast<std::size_t>(blocks_for(c, per_sm.back())), false);
   const auto host = ch07::make_input(n);
   CUDA_CHECK(cudaMemcpy(b.in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   std::vector<const ch07::Variant*> chosen;
   for (const auto* v : chosen_variants(c.s.variant))
     if (std::string(v->name) != "pipeline1") chosen.push_back(v);  // pipelineN at stages 1 is the same kernel
