@@ -3,9 +3,12 @@ files a program wrote with --out, and the line that names the GPU and the date."
 import csv
 from pathlib import Path
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")  # files only: the GPU machine has no display
+    matplotlib.use("Agg")  # files only: the GPU machine has no display
+except ModuleNotFoundError:  # plot_main says so in one line; reading CSVs still works
+    matplotlib = None
 
 
 def read_csv(path):
@@ -67,12 +70,17 @@ def number(text):
 def plot_main(argv, figures):
     """The body of a chapter's `plot.py DIR`: figures is [(csv file name, function(folder,
     device label) -> png path)]; each figure whose CSV is in DIR is drawn. Exit code 0 when
-    something was drawn, 1 when DIR had none of the CSVs, 2 for a bad command line."""
+    something was drawn, 1 when DIR had none of the CSVs, 2 for a bad command line, 77
+    without matplotlib."""
     import sys
 
     if len(argv) != 2:
         print("usage: plot.py DIR", file=sys.stderr)
         return 2
+    if matplotlib is None:
+        print("matplotlib is not installed: no figures (./lab bench installs it into .venv, or: "
+              "python3 -m pip install matplotlib)", file=sys.stderr)
+        return 77
     folder = Path(argv[1])
     label = device_label(folder)
     wrote = [draw(folder, label) for name, draw in figures if (folder / name).exists()]
