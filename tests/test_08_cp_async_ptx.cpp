@@ -81,6 +81,7 @@ std::string copy_error(const ch08::CopyKind& kind, std::size_t n, int blocks) {
   if (n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemset(out.data(), 0xFF, out.bytes()));
   cml::Stream s;
+  ch08::scrub_shared_memory(s);  // a read before the copy landed finds garbage, not the last run's tile
   ch08::copy_tiles(kind.bytes, kind.cache, in.data(), n, out.data(), blocks, s);
   s.synchronize();
   std::vector<Word> got(padded + kGuard);
@@ -106,6 +107,7 @@ SumOutcome run_and_check(Launch&& launch, int blocks, Check&& check) {
   CUDA_CHECK(cudaMemset(partial.data(), 0xFF, partial.bytes()));
   ch08::DeviceReport report(kWaitLimitNs);
   cml::Stream s;
+  ch08::scrub_shared_memory(s);  // a read before the copy landed finds garbage, not the last run's tile
   launch(partial.data(), report.get(), static_cast<cudaStream_t>(s));
   s.synchronize();
   SumOutcome o;
@@ -187,20 +189,17 @@ std::string step4_advice(const Failure& f) {
            "completing on a .shared mbarrier";
   if (f.stalled)
     return "the phase a thread waited for never completed: it expects more bytes than its copies deliver (a bulk "
-           "copy delivers what it moves: the tile's bytes rounded down to 16, and the tail's words are not among "
-           "them), or more arrivals than are made (the count given to mbarrier_init), or nobody arrived "
-           "(arrive.expect_tx arrives; thread 0 must call it for every tile, even one with nothing to bulk-copy)";
+           "copy delivers what it moves, a multiple of 16 bytes: the tile's bytes rounded down to 16 — the tail's "
+           "words are not among them), or more arrivals than are made (the count given to mbarrier_init), or nobody "
+           "arrived (arrive.expect_tx arrives; thread 0 calls it for every tile, even one with nothing to bulk-copy)";
   if (f.ragged && f.round_passed)
-    return "arrays ending on a 16-byte piece pass, ragged ones fail: the array's last 1-3 words are not in the bulk "
-           "copy — copy them another way (step 3's zero-filled cp.async, waited for) before the arrival that "
-           "publishes the tile, and expect-tx only the bulk copy's bytes";
-  if (f.stages > 1 && !f.fewer_stages_passed)
-    return "the phase completed before the tile landed, or was the wrong one: the k-th use of a stage's barrier "
-           "(k / stages) waits for parity (k / stages) & 1 — a parity that never flips returns at once from the "
-           "second use on — and the bytes expected must be exactly those delivered";
-  return "the phase completed before the tile landed: expect-tx exactly the bytes the bulk copy delivers, wait for "
-         "the parity of this use of the barrier ((k / stages) & 1), and initialise each barrier once, with a proxy "
-         "fence and a __syncthreads before anyone uses it";
+    return "arrays ending on a 16-byte piece pass, ragged ones fail: bulk copies move a multiple of 16 bytes, so the "
+           "array's last 1-3 words are not in the bulk copy — copy them another way (step 3's zero-filled cp.async, "
+           "waited for) before the arrival that publishes the tile, and expect-tx only the bulk copy's bytes";
+  return "the phase completed before the tile landed, or was another use's: the k-th tile uses its stage's barrier "
+         "for the (k / stages)-th time, so wait for the parity of this use of the barrier, (k / stages) & 1 — a "
+         "parity that never flips returns at once from the second use on; expect-tx exactly the bytes the bulk copy "
+         "delivers; initialise each barrier once, with a proxy fence and a __syncthreads before anyone uses it";
 }
 
 std::string step5_advice(const Failure& f) {
@@ -208,13 +207,16 @@ std::string step5_advice(const Failure& f) {
     return "the tensor copy faulted: the map is the __grid_constant__ kernel parameter, passed by its address "
            "(&map), the destination 128-byte aligned shared memory, the barrier a .shared mbarrier";
   if (f.stalled)
-    return "the phase a thread waited for never completed: a TMA load completes the WHOLE box's bytes (kBoxBytes), "
+    return "the phase a thread waited for never completed: a TMA load completes the whole box's bytes, kBoxBytes, "
            "edge or not — the words outside the matrix are written as zeros and counted — so expect kBoxBytes; and "
            "arrive once per phase (the count given to mbarrier_init)";
   if (f.ragged && f.round_passed)
-    return "matrices whose boxes lie inside pass, those with edge boxes fail: count only the words inside the matrix "
-           "(compute_box with box_span), and give the tensor copy the box's first column and row, column first";
-  return step4_advice(f);
+    return "matrices whose boxes lie inside pass, those with edge boxes fail: at an edge the copy engine writes zeros "
+           "for the words outside the matrix and still completes the whole box's bytes (expect kBoxBytes), and only "
+           "the words inside count (compute_box with box_span)";
+  return "the box's words are not where compute_box reads them, or not yet: the tensor copy takes the box's first "
+         "column then its first row (box_span's x, y, in elements), column first; then step 4's rules — " +
+         step4_advice(f);
 }
 
 // Checks `run(case, compute, stages)` on every case at compute 0 and 3 and every stage
@@ -549,9 +551,13 @@ TEST_CASE("step 1: the tile copy lands every byte at every width and cache level
                           "(or __cvta_generic_to_global of it); a .shared address used as a pointer, or the two swapped, "
                           "is out of any range (step 1; ./lab hint 08)");
       }
-      INFO(kind.name << " (" << kind.kernel << ") on " << k.what << ": " << err
-                     << " — cp_async copies src_bytes bytes and must zero-fill the rest of its Bytes: pass src_bytes as "
-                        "cp.async's src-size operand (step 1; ./lab hint 08)");
+      const bool past_end = err.find("past the array") != std::string::npos;
+      INFO(kind.name << " (" << kind.kernel << ") on " << k.what << ": " << err << " — "
+                     << (past_end ? "cp_async reads src_bytes bytes and must zero-fill the rest of its Bytes: pass "
+                                    "src_bytes as cp.async's src-size operand"
+                                  : "the words did not land where they belong: cp_async copies Bytes bytes (its "
+                                    "cp-size) from src to dst, its destination the .shared address of dst")
+                     << " (step 1; ./lab hint 08)");
       REQUIRE(err.empty());
     }
 }

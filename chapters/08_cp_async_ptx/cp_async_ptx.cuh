@@ -158,4 +158,12 @@ CUtensorMap tensor_map_for(const Matrix& m);
 // SASS: UTMALDG.2D, SYNCS. Kernel: sum_tma_kernel<Stages>.
 void sum_tma(const MatrixJob& job, cudaStream_t stream);
 
+// ---- Provided (provided.cu) --------------------------------------------------------------
+
+// Fills every SM's shared memory with garbage. Shared memory keeps its contents from one
+// kernel to the next, so a kernel that reads a word before its copy landed may find the
+// right word there, left by the previous run of the same job: the tests and --mode=check
+// run this before each checked launch, so such a read finds garbage instead.
+void scrub_shared_memory(cudaStream_t stream);
+
 }  // namespace ch08

@@ -29,6 +29,7 @@ template <class Launch>
 Outcome run_once(Launch&& launch, Word* partial, int blocks, DeviceReport& report, cudaStream_t stream) {
   report.reset();
   CUDA_CHECK(cudaMemsetAsync(partial, 0xFF, static_cast<std::size_t>(blocks) * sizeof(Word), stream));
+  scrub_shared_memory(stream);  // a read before the copy landed finds garbage, not the last run's tile
   launch(stream);
   Outcome o{std::vector<Word>(static_cast<std::size_t>(blocks)), ""};
   CUDA_CHECK(cudaMemcpyAsync(o.partials.data(), partial, o.partials.size() * sizeof(Word), cudaMemcpyDeviceToHost,

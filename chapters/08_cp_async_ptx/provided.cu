@@ -1,7 +1,8 @@
 // Chapter 08 — what the chapter provides: the tensor map of a matrix for step 5, encoded by
-// the driver. The runtime does not wrap cuTensorMapEncodeTiled, and the course links the
+// the driver (the runtime does not wrap cuTensorMapEncodeTiled, and the course links the
 // runtime only, so the driver function is reached through cudaGetDriverEntryPointByVersion
-// (CUDA 13 deprecates the unversioned cudaGetDriverEntryPoint): no -lcuda needed.
+// — CUDA 13 deprecates the unversioned cudaGetDriverEntryPoint — and no -lcuda is needed);
+// and the shared-memory scrub the checks run before each launch.
 #include "tiles.cuh"
 
 #include "cml/errors.hpp"
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ch08 {
 
@@ -63,6 +65,34 @@ CUtensorMap tensor_map_for(const Matrix& m) {
                              std::to_string(m.cols) + " matrix (pitch " + std::to_string(m.pitch) + " words): CUresult " +
                              std::to_string(static_cast<int>(r)));
   return map;
+}
+
+namespace {
+
+// Every thread writes garbage over its share of the block's dynamic shared memory. Through
+// a volatile pointer: stores nobody reads would otherwise be dropped.
+__global__ void scrub_shared_kernel(int words) {
+  extern __shared__ Word junk[];
+  volatile Word* const v = junk;
+  for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x)) v[i] = 0xBADC0FFEu ^ i;
+}
+
+}  // namespace
+
+// Blocks as large as a block may be (the opt-in maximum), two per SM's worth: every SM
+// gets at least one, which covers all but its 1 KiB reserved per block.
+void scrub_shared_memory(cudaStream_t stream) {
+  static const auto shape = [] {
+    int device = 0, sms = 0, bytes = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUDA_CHECK(cudaFuncSetAttribute(scrub_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return std::pair<int, int>(2 * sms, bytes);
+  }();
+  scrub_shared_kernel<<<shape.first, 1024, static_cast<std::size_t>(shape.second), stream>>>(
+      shape.second / static_cast<int>(sizeof(Word)));
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace ch08

@@ -1,0 +1,147 @@
+"""Chapter 08's mutants: see tools/mutants.py. One or more per step, each a mistake the
+chapter teaches, caught by the named step's tests with the message that names it. The
+solution's steps 2 and 3 share sum_pipelined, and steps 4 and 5 share mbarrier_pipeline (each
+a template): a mutant of the shared part changes both kernels, and its tag runs the first
+step's tests only.
+
+A sixth step-1 mistake is not here because it cannot be: a call of cp_async<8, Cache::cg> in
+the solution fails to compile (with the wrapper's static_assert message, in exercise.cu),
+and tools/mutants.py counts a mutant that does not compile as not caught. The compile check
+of step 1 puts that call in a probe of its own; the mutant below removes the static_assert,
+which the probe then reports."""
+from . import Mutant
+
+CHAPTER = "08_cp_async_ptx"
+
+_CG_ASM = ('    asm volatile("cp.async.cg.shared.global [%0], [%1], %2, %3;\\n" ::"r"(shared), "l"(global), '
+           '"n"(Bytes),\n')
+_CA_ASM = ('    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\\n" ::"r"(shared), "l"(global), '
+           '"n"(Bytes),\n')
+
+MUTANTS = [
+    # Step 1. The cache hint ignored: .ca for both levels. Every copy still lands (the sums
+    # and the copy are right); the .cg kernel compiles to LDGSTS.E.128, cached in L1.
+    Mutant("Cache::cg compiled as cp.async.ca (the cache level ignored)",
+           [(_CG_ASM, _CA_ASM)],
+           "[step1][mechanism]", "want LDGSTS.E.BYPASS.128 only"),
+    # Step 1. The generic pointer as the destination, no __cvta_generic_to_shared. It
+    # compiles; on sm_90 the generic address's low 32 bits happen to be the .shared one, so
+    # the copy may even land. The SASS shows the generic pointer being built (SR_SWINHI).
+    Mutant("the generic pointer given as the .shared address (no __cvta_generic_to_shared)",
+           [("  const auto shared = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));\n",
+             "  const auto shared = dst;\n"),
+            ('::"r"(shared), "l"(global)', '::"l"(shared), "l"(global)'),
+            ('::"r"(shared), "l"(global)', '::"l"(shared), "l"(global)')],
+           "[step1][mechanism]", "SR_SWINHI"),
+    # Step 1. src_bytes taken but not passed: every copy reads all Bytes. The piece where the
+    # array ends reads past it (memcheck) and lands garbage, not zeros; no .ZFILL in SASS.
+    Mutant("src_bytes not passed to cp.async (no src-size operand: no zero fill)",
+           [('    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\\n" ::"r"(shared), "l"(global), '
+             '"n"(Bytes),\n                 "r"(src_bytes)\n',
+             '    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\\n" ::"r"(shared), "l"(global), '
+             '"n"(Bytes)\n'),
+            ('    asm volatile("cp.async.cg.shared.global [%0], [%1], %2, %3;\\n" ::"r"(shared), "l"(global), '
+             '"n"(Bytes),\n                 "r"(src_bytes)\n',
+             '    asm volatile("cp.async.cg.shared.global [%0], [%1], %2;\\n" ::"r"(shared), "l"(global), '
+             '"n"(Bytes)\n'),
+            ("__device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes = Bytes) {",
+             "__device__ __forceinline__ void cp_async(void* dst, const void* src, [[maybe_unused]] int src_bytes = Bytes) {")],
+           "[step1][mechanism]", "your cp_async ignores src_bytes"),
+    # Step 1. No static_assert: a .cg of 8 bytes reaches ptxas, which refuses it on a line of
+    # a temporary .ptx file. The solution itself compiles (it never asks for one).
+    Mutant("no static_assert on the size (ptxas reports it, on a temporary .ptx line)",
+           [('  static_assert(C == Cache::cg ? Bytes == 16 : (Bytes == 4 || Bytes == 8 || Bytes == 16),\n'
+             '                "cp_async: cp.async.cg copies 16 bytes only; cp.async.ca copies 4, 8 or 16 bytes");\n',
+             "")],
+           "[step1][compile]", "was refused by ptxas, not by your wrapper"),
+    # Step 2. wait_group 0: correct, and nothing overlaps (every committed group waited for).
+    Mutant("cp.async.wait_group 0 (waits for the tiles ahead too: no overlap)",
+           [("    cp_async_wait<Stages - 1>();", "    cp_async_wait<0>();")],
+           "[step2][mechanism]", "so nothing overlaps the compute"),
+    # Step 2. wait_group Stages: one group too many may still be in flight: tile k's own.
+    Mutant("cp.async.wait_group Stages (tile k's own group may still be in flight)",
+           [("    cp_async_wait<Stages - 1>();", "    cp_async_wait<Stages>();")],
+           "[step2][mechanism]", "lets tile k's own group still be pending"),
+    # Step 2. The wait after the barrier: each thread has waited for its own copies only
+    # when the others read them. The SASS and, often, the sums look right; racecheck sees it.
+    Mutant("the wait after the block barrier (other threads' copies not waited for)",
+           [("    cp_async_wait<Stages - 1>();  // this thread's copies of tile k have landed...\n"
+             "    __syncthreads();              // ...and every other thread's\n",
+             "    __syncthreads();\n    cp_async_wait<Stages - 1>();\n")],
+           "[step2][mechanism]", "racecheck found hazards in sum_pipeline_kernel"),
+    # Step 2. Commits only for slots that have a tile: past the block's last tile no groups
+    # are committed, so "all but the newest Stages - 1" no longer includes the last tiles.
+    Mutant("no commit for an empty slot (the group count differs at the end)",
+           [("      copy_share<Fast>(stage_buf + (k % Stages) * kTileWords, job.in + s.first, s.count);\n    }\n",
+             "      copy_share<Fast>(stage_buf + (k % Stages) * kTileWords, job.in + s.first, s.count);\n"
+             "      cp_async_commit();\n    }\n"),
+            ("    __syncwarp();\n    cp_async_commit();\n  };", "    __syncwarp();\n  };")],
+           "[step2][correctness]", "a thread read a tile before all of it landed"),
+    # Step 2. The power-of-two habit: k & (Stages - 1) is k % Stages for 1, 2 and 4 only.
+    Mutant("a stage index that wraps wrongly (k & (Stages - 1))",
+           [("stage_buf + (k % Stages) * kTileWords", "stage_buf + (k & (Stages - 1)) * kTileWords"),
+            ("stage_buf + (k % Stages) * kTileWords", "stage_buf + (k & (Stages - 1)) * kTileWords")],
+           "[step2][correctness]", "the stage index wraps wrongly"),
+    # Step 3. Chapter 07's way: whole pieces 16 bytes, the tail word by word (LDGSTS.E).
+    Mutant("the tail by a branch to 4-byte copies (two kinds of copy)",
+           [("    cp_async<16, Cache::cg>(dst + first, src + (bytes > 0 ? first : 0), bytes);\n",
+             "    if (bytes == 16) {\n"
+             "      cp_async<16, Cache::cg>(dst + first, src + first);\n"
+             "    } else {\n"
+             "      for (int i = 0; 4 * i < bytes; ++i) cp_async<4, Cache::ca>(dst + first + i, src + first + i);\n"
+             "    }\n")],
+           "[step3][mechanism]", "want LDGSTS.E.BYPASS.128 only"),
+    # Step 3. The tail rounded up: a whole 16-byte piece where the array ends inside it. The
+    # sums stay right (compute_tile counts `count` words). With src-size only 0 or 16, nvcc
+    # emits the all-or-nothing form (no .ZFILL), which the SASS check names; memcheck sees
+    # the read past the end too.
+    Mutant("the last piece read whole (16 bytes past the array's end)",
+           [("    const int bytes = left <= 0 ? 0 : left < 16 ? left : 16;\n",
+             "    const int bytes = left <= 0 ? 0 : 16;\n")],
+           "[step3][mechanism]", "they either read past it or leave words out"),
+    # Step 3. The tail rounded down: the last 1-3 words never copied.
+    Mutant("the last piece left out (its 1-3 words never copied)",
+           [("    const int bytes = left <= 0 ? 0 : left < 16 ? left : 16;\n",
+             "    const int bytes = left < 16 ? 0 : 16;\n")],
+           "[step3][correctness]", "arrays ending on a 16-byte piece pass, ragged ones fail"),
+    # Step 4. The phase expects the tile's bytes, but the bulk copy moves them rounded down
+    # to 16: on the array's last tile the phase never completes. wait_phase gives up.
+    Mutant("expect-tx of the tile's bytes, not the bulk copy's (never completes at the tail)",
+           [("    mbarrier_arrive_expect_tx(bar, whole);\n", "    mbarrier_arrive_expect_tx(bar, bytes);\n")],
+           "[step4][correctness]", "an mbarrier phase never completed"),
+    # Step 4. A parity that never flips: from a stage's second use on, the wait asks for the
+    # phase before, which has completed, and returns before the tile landed.
+    Mutant("a parity that never flips (waits on phase 0 every time)",
+           [("static_cast<unsigned>(k / Stages) & 1u", "0u")],
+           "[step4][correctness]", "wait for the parity of this use of the barrier"),
+    # Step 4. Every thread counted as an arrival, but only thread 0 arrives: no phase ever
+    # completes.
+    Mutant("the barrier initialised for every thread's arrival (only thread 0 arrives)",
+           [("mbarrier_init(&full[s], 1);", "mbarrier_init(&full[s], kThreads);")],
+           "[step4][correctness]", "an mbarrier phase never completed"),
+    # Step 4. No tail path: the tile's bytes bulk-copied as they are, not a multiple of 16
+    # on the array's last tile. PTX leaves it undefined; the test names the 16-byte rule
+    # whether the copy faults, never completes, or delivers the wrong words.
+    Mutant("the array's last tile bulk-copied whole (a size that is not a multiple of 16)",
+           [("whole = bytes & ~15u;", "whole = bytes;")],
+           "[step4][correctness]", "a multiple of 16 bytes"),
+    # Step 4, the watchdog's case: a wait loop of the learner's own, with no bound, on a phase
+    # that never completes. The kernel never ends; the supervisor kills it and names step 4,
+    # and steps 1-3 still report (step 5 shares the pipeline and hangs too).
+    Mutant("a wait loop of one's own on a phase that never completes (hang)",
+           [("mbarrier_init(&full[s], 1);", "mbarrier_init(&full[s], kThreads);"),
+            ("    wait_phase(&full[k % Stages], static_cast<unsigned>(k / Stages) & 1u, report, static_cast<int>(k % Stages));\n",
+             "    while (!mbarrier_try_wait_parity(&full[k % Stages], static_cast<unsigned>(k / Stages) & 1u)) {\n"
+             "    }\n")],
+           "[step4]", "the kernel of step 4 never finished", whole=True),
+    # Step 5. The phase expects only the box's words inside the matrix; the copy engine
+    # completes the whole box's bytes, zeros included.
+    Mutant("expect-tx of the words inside the matrix, not the whole box",
+           [("    mbarrier_arrive_expect_tx(bar, kBoxBytes);\n",
+             "    mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(b.rows * b.cols) * sizeof(Word));\n")],
+           "[step5][correctness]", "kBoxBytes"),
+    # Step 5. Row and column swapped: TMA's coordinates are innermost first.
+    Mutant("the box's coordinates swapped (row first)",
+           [("    tensor_load_2d(dst, &map, b.x, b.y, bar);\n", "    tensor_load_2d(dst, &map, b.y, b.x, bar);\n")],
+           "[step5][correctness]", "column first"),
+]
