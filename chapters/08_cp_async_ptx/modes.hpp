@@ -1,6 +1,7 @@
 // Chapter 08 — what the program's modes share: the settings from the command line, the
-// run, a stream, and the modes themselves (modes_copy.cu: the tile copy and the experiment;
-// modes_sum.cu: the pipelines, checked and timed). main.cu parses and dispatches.
+// run, a stream, one checked run of a pipeline, and the modes themselves (modes_copy.cu:
+// the tile copy and the experiment; modes_sum.cu: the pipelines, checked and timed;
+// modes_tma.cu: the matrices of step 5). main.cu parses and dispatches.
 #pragma once
 
 #include "harness.hpp"
@@ -8,10 +9,13 @@
 #include "cml/errors.hpp"
 #include "cml/run.hpp"
 #include "cml/stream.hpp"
+#include "cml/verify.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 namespace ch08 {
 
@@ -43,6 +47,41 @@ struct Context {
   }
   int blocks(int per_sm) const { return per_sm * run.facts.sm_count; }
 };
+
+// What one run of a pipeline gave: its partial sums, and why a wait gave up ("" if none).
+struct Outcome {
+  std::vector<Word> partials;
+  std::string stalled;
+};
+
+// Runs `launch` once on scrubbed shared memory with a fresh report: its partials and why a
+// wait gave up.
+template <class Launch>
+Outcome run_once(Launch&& launch, Word* partial, int blocks, DeviceReport& report, cudaStream_t stream) {
+  report.reset();
+  CUDA_CHECK(cudaMemsetAsync(partial, 0xFF, static_cast<std::size_t>(blocks) * sizeof(Word), stream));
+  scrub_shared_memory(stream);  // a read before the copy landed finds garbage, not the last run's tile
+  launch(stream);
+  Outcome o{std::vector<Word>(static_cast<std::size_t>(blocks)), ""};
+  CUDA_CHECK(cudaMemcpyAsync(o.partials.data(), partial, o.partials.size() * sizeof(Word), cudaMemcpyDeviceToHost,
+                             stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  o.stalled = describe(report.read());
+  return o;
+}
+
+// Reports a wrong outcome under `what`; true when right.
+inline bool judge(const Outcome& o, const cml::VerifyResult& r, const std::string& what) {
+  if (!o.stalled.empty()) {
+    std::printf("%s: FAILED: %s\n", what.c_str(), o.stalled.c_str());
+    return false;
+  }
+  return r.ok || cml::report(r, what);
+}
+
+// sum_tma on every matrix of matrix_cases() at every stage count, against the CPU
+// (modes_tma.cu; --mode=check runs it on sm_90).
+bool check_tma(Context& c, DeviceReport& report);
 
 bool copy_mode(Context& c);       // every width and cache level of the tile copy, checked and timed
 bool reverse_mode(Context& c);    // the source's experiment, and a neighbour's element with and without a barrier

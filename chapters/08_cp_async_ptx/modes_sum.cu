@@ -1,6 +1,6 @@
 // Chapter 08 — the program's pipeline modes: every pipeline against the CPU, the timed
-// comparison with chapter 07's cuda::pipeline on the same job, the stages x occupancy
-// sweep, and a pitched matrix through the tensor memory accelerator. See modes.hpp.
+// comparison with chapter 07's cuda::pipeline on the same job, and the stages x occupancy
+// sweep. See modes.hpp.
 #include "modes.hpp"
 
 #include "cml/buffers.hpp"
@@ -18,35 +18,6 @@ namespace ch08 {
 namespace {
 
 using cml::fixed;
-
-// What one run of a pipeline gave: its partial sums, and why a wait gave up ("" if none).
-struct Outcome {
-  std::vector<Word> partials;
-  std::string stalled;
-};
-
-template <class Launch>
-Outcome run_once(Launch&& launch, Word* partial, int blocks, DeviceReport& report, cudaStream_t stream) {
-  report.reset();
-  CUDA_CHECK(cudaMemsetAsync(partial, 0xFF, static_cast<std::size_t>(blocks) * sizeof(Word), stream));
-  scrub_shared_memory(stream);  // a read before the copy landed finds garbage, not the last run's tile
-  launch(stream);
-  Outcome o{std::vector<Word>(static_cast<std::size_t>(blocks)), ""};
-  CUDA_CHECK(cudaMemcpyAsync(o.partials.data(), partial, o.partials.size() * sizeof(Word), cudaMemcpyDeviceToHost,
-                             stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  o.stalled = describe(report.read());
-  return o;
-}
-
-// Reports a wrong outcome under `what`; true when right.
-bool judge(const Outcome& o, const cml::VerifyResult& r, const std::string& what) {
-  if (!o.stalled.empty()) {
-    std::printf("%s: FAILED: %s\n", what.c_str(), o.stalled.c_str());
-    return false;
-  }
-  return r.ok || cml::report(r, what);
-}
 
 std::vector<const Variant*> chosen_variants(const Context& c, bool with_references) {
   std::vector<const Variant*> out;
@@ -71,25 +42,6 @@ Matrix matrix_view(const Word* in, std::size_t n) {
   m.cols = m.pitch = 8192;
   m.rows = n / m.cols;
   return m;
-}
-
-bool check_tma(Context& c, DeviceReport& report) {
-  bool ok = true;
-  for (const auto& mc : matrix_cases()) {
-    const HostMatrix hm = make_matrix(mc.rows, mc.cols, mc.pitch);
-    const DeviceMatrix dm(hm);
-    cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(mc.blocks));
-    for (const int compute : {0, 3})
-      for (int stages = 1; stages <= kMaxStages; ++stages) {
-        const auto job = make_matrix_job(dm.view, partial.data(), mc.blocks, compute, stages, report.get());
-        const Outcome o = run_once([&](cudaStream_t s) { sum_tma(job, s); }, partial.data(), mc.blocks, report, c.stream);
-        ok &= judge(o, check_box_partials(o.partials, reference_box_partials(hm, mc.blocks, compute), hm),
-                    "tma, " + std::string(mc.what) + ", compute " + std::to_string(compute) + ", stages " +
-                        std::to_string(stages));
-        if (!o.stalled.empty()) return false;  // the kernel's other waits gave up too: nothing more to learn
-      }
-  }
-  return ok;
 }
 
 }  // namespace
@@ -121,6 +73,17 @@ bool check_mode(Context& c) {
     }
     if (variant_ok) std::printf("%s (%s): PASSED in %zu runs\n", v.name, v.what, runs);
     ok &= variant_ok;
+  }
+  // The read-only kernel computes the same sums: the timed runs are compared with it.
+  {
+    const auto& k = sum_cases().back();
+    const auto host = make_input(k.n);
+    cml::DeviceBuffer<Word> in(k.n), partial(static_cast<std::size_t>(k.blocks));
+    CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
+    const Job job = make_job(in.data(), k.n, partial.data(), k.blocks, 5, 1);
+    const Outcome o = run_once([&](cudaStream_t s) { sum_read_only(job, s); }, partial.data(), k.blocks, report, c.stream);
+    ok &= cml::report(check_partials(o.partials, reference_partials(host, k.blocks, 5), k.n),
+                      "read-only ceiling (chapter 07's)");
   }
   if (!c.sm90()) {
     std::printf("tma: skipped: %s\n", c.sm90_missing("tma").c_str());
@@ -260,62 +223,6 @@ bool sweep_mode(Context& c) {
   }
   c.run.emit(t);
   std::printf("(a block holds up to 4 tiles of 4 KiB: 8 blocks of 256 threads fit on an SM. plot.py draws sweep.csv)\n");
-  return ok;
-}
-
-bool tma_mode(Context& c) {
-  if (!c.sm90()) {
-    if (c.s.mode == "tma") c.require_sm90("--mode=tma");
-    std::printf("\ntma: skipped: %s\n", c.sm90_missing("the tensor memory accelerator").c_str());
-    return true;
-  }
-  const std::size_t cols = c.s.cols, pitch = (cols + 3) / 4 * 4;
-  std::printf("\n== A matrix of %zu-word rows through the tensor memory accelerator, boxes of %d x %d words ==\n",
-              cols, kBoxRows, kBoxCols);
-  Matrix unpitched;
-  unpitched.data = reinterpret_cast<const Word*>(std::uintptr_t{256});  // the rule is checked before any use
-  unpitched.rows = 16;
-  unpitched.cols = unpitched.pitch = cols;
-  try {
-    (void)tensor_map_for(unpitched);
-    std::printf("rows of %zu words are %zu bytes, a multiple of 16: no padding needed\n", cols, cols * sizeof(Word));
-  } catch (const std::invalid_argument& e) {
-    std::printf("unpitched: %s\n", e.what());
-  }
-  const std::size_t rows = c.s.size / (pitch * sizeof(Word));
-  const int blocks = c.blocks(c.s.blocks_per_sm);
-  std::printf("pitched: %zu rows x %zu words, pitch %zu words (%zu bytes), %zu boxes, %d blocks per SM, compute %d\n",
-              rows, cols, pitch, pitch * sizeof(Word), box_count(Matrix{nullptr, rows, cols, pitch}),
-              c.s.blocks_per_sm, c.s.compute);
-  const HostMatrix hm = make_matrix(rows, cols, pitch);
-  const DeviceMatrix dm(hm);
-  cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(blocks));
-  DeviceReport report;
-  std::vector<cml::Work> work = {[&](cudaStream_t s) {
-    sum_read_only(make_job(dm.words.data(), rows * pitch, partial.data(), blocks, c.s.compute, 1), s);
-  }};
-  for (int st = 1; st <= kMaxStages; ++st)
-    work.push_back([&, st](cudaStream_t s) {
-      sum_tma(make_matrix_job(dm.view, partial.data(), blocks, c.s.compute, st, report.get()), s);
-    });
-  const auto stats = cml::time_interleaved(work, c.stream, c.run.timing);
-  cml::Table t("tma", {"kernel", "stages", "ms", "GB/s", "of read-only"});
-  const double ro_gbps = cml::gbps(rows * pitch * sizeof(Word), stats[0].median_ms);
-  t.row({"read-only (every word of the allocation, padding included)", "-", cml::with_noise(stats[0]),
-         fixed(ro_gbps, 0), "1.000"});
-  for (int st = 1; st <= kMaxStages; ++st) {
-    const double g = cml::gbps(rows * cols * sizeof(Word), stats[static_cast<std::size_t>(st)].median_ms);
-    t.row({"tma (the words inside the matrix)", std::to_string(st), cml::with_noise(stats[static_cast<std::size_t>(st)]),
-           fixed(g, 0), fixed(g / ro_gbps, 3)});
-  }
-  c.run.emit(t);
-  bool ok = true;
-  const auto want = reference_box_partials(hm, blocks, c.s.compute);
-  for (int st = 1; st <= kMaxStages; ++st) {
-    const auto job = make_matrix_job(dm.view, partial.data(), blocks, c.s.compute, st, report.get());
-    const Outcome o = run_once([&](cudaStream_t s) { sum_tma(job, s); }, partial.data(), blocks, report, c.stream);
-    ok &= judge(o, check_box_partials(o.partials, want, hm), "tma, stages " + std::to_string(st) + " (the timed matrix)");
-  }
   return ok;
 }
 

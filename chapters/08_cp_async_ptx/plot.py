@@ -19,8 +19,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from plotting import number, paired_barh, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
 
-import matplotlib.pyplot as plt  # noqa: E402
-
 
 def label_of(row):
     return row["variant"] + (f" x{row['stages']}" if row["stages"] not in ("-", "") else "")
@@ -35,6 +33,8 @@ def variants(folder, label):
 
 
 def sweep(folder, label):
+    import matplotlib.pyplot as plt  # here: without matplotlib, plot_main says so in one line
+
     rows = read_csv(folder / "sweep.csv")
     stages = sorted({int(r["stages"]) for r in rows if r["stages"] not in ("-", "")})
     per_sm = sorted({int(r["blocks per SM"]) for r in rows})
@@ -66,6 +66,8 @@ def sweep(folder, label):
 
 
 def copy(folder, label):
+    import matplotlib.pyplot as plt
+
     rows = read_csv(folder / "copy.csv")
     y = range(len(rows))
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.5))

@@ -25,7 +25,11 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
     CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+#else  // CUDA 12.0-12.4 have only the unversioned lookup (it serves the version of the headers: 12.x)
+    CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found));
+#endif
     if (found != cudaDriverEntryPointSuccess || p == nullptr)
       throw std::runtime_error("the driver has no cuTensorMapEncodeTiled (CUDA 12.0 or newer driver needed)");
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
