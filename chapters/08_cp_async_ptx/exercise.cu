@@ -33,6 +33,8 @@ namespace ch08 {
 // experiment below call it; steps 2-4 will too.
 template <int Bytes, Cache C>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes = Bytes) {
+  // As shipped: an ordinary copy, byte by byte through a register — right, synchronous,
+  // and not the lesson.
   auto* to = static_cast<unsigned char*>(dst);
   const auto* from = static_cast<const unsigned char*>(src);
   for (int i = 0; i < Bytes; ++i) to[i] = i < src_bytes ? from[i] : 0;
