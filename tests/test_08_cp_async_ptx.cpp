@@ -20,6 +20,7 @@
 #include "enqueue_only.hpp"
 #include "exercise_source.hpp"
 #include "gpu.hpp"
+#include "kernel_sass.hpp"
 #include "harness.hpp"
 
 #include "cml/buffers.hpp"
@@ -314,15 +315,6 @@ std::string function_text(const cml::sass::Function& f) {
   const std::size_t end = t.find("Function : ", at + 10);
   return t.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
-
-#define CML_KERNEL_SASS(var, name)                                                           \
-  std::optional<cml::sass::Function> var;                                                    \
-  try {                                                                                      \
-    var = cml::sass::find(sass().functions, name);                                           \
-  } catch (const cml::Skip& e) {                                                             \
-    CML_SKIP(e.what());                                                                      \
-  }                                                                                          \
-  if (!var) FAIL("no kernel named " << (name) << " in the compiled code: keep the kernel's name")
 
 // Global loads into registers: LDG of any width (LDGSTS and LDGDEPBAR are not).
 std::size_t global_loads(const cml::sass::Function& f) {
