@@ -36,23 +36,19 @@
 
 namespace {
 
-// The speed bars. PROVISIONAL: not yet measured. The lead runs both sides five times on the
-// GPU with `build/tests/test_ch06_solution "[.measure]"` (docs/06_memory_spaces.md, "Speed
-// bars") and moves each into the middle of the gap between the slowest correct solution and
-// the fastest mistake the step teaches.
-//   step 1: fir_registers' speed over the ring buffer's. Mistake side: the ring buffer itself
-//   (the starter's code; the [.measure] case prints "the slow version over itself", about 1)
-//   and the mutant "the shift register's loop not unrolled" (tools/mutant_cases/ch06.py: the
-//   window back in a 128-byte stack frame), timed by the same case in the mutant's build:
-//   python3 tools/mutants.py 06 --only "not unrolled", then
-//   build-mutants/build/tests/test_ch06_learner "[step1][.measure]".
-constexpr double kRegistersOverRing = 1.3;
-//   step 2: mix_constant's speed over the divergent constant reads'. Mistake side: the
-//   divergent mapping itself (the starter's code, support.cu's mix_divergent: "the slow
-//   version over itself") and the mutant "one thread per output value", which puts that
-//   mapping back into the solution: python3 tools/mutants.py 06 --only "one thread per
-//   output value", then build-mutants/build/tests/test_ch06_learner "[step2][.measure]".
-constexpr double kConstantOverDivergent = 1.5;
+// The speed bars, in the middle of the gap between the solution and the fastest mistake the
+// step teaches, five runs each side (build/tests/test_ch06_solution "[.measure]" and the
+// program's tables; 2026-11-23). The gaps are wide, so the middle is geometric.
+//   step 1: fir_registers' speed over the ring buffer's (local memory). The solution 2.44 on
+//   the H100, 2.74-2.75 on the H200; the ring buffer itself 1.00 (the starter's code, and
+//   the mutant "the shift register's loop not unrolled", which puts the window back in a
+//   stack frame). Middle of 1.0 and 2.44: 1.56.
+constexpr double kRegistersOverRing = 1.55;
+//   step 2: mix_constant's speed over the divergent constant reads'. The solution 10.7-10.9
+//   on the H100, 14.9 on the H200; the fastest mistake, M through plain global loads, 1.54
+//   on the H100 (the divergent mapping itself, the starter's code, 1.00). Middle of 1.54 and
+//   10.7: 4.1.
+constexpr double kConstantOverDivergent = 4.0;
 
 // The timed problems: the same sizes in the [perf] cases and in [.measure].
 constexpr int kPerfRows = 8192, kPerfCols = 8192;
@@ -257,7 +253,7 @@ TEST_CASE("step 1: fir_registers_kernel keeps its window in registers (resources
   CHECK(a.localSizeBytes == 0);
 }
 
-TEST_CASE("step 1: fir_registers is kRegistersOverRing x faster than the ring buffer (PROVISIONAL)", "[ch06][step1][perf]") {
+TEST_CASE("step 1: fir_registers is kRegistersOverRing x faster than the ring buffer ", "[ch06][step1][perf]") {
   RegistersBar().check();
 }
 
@@ -332,7 +328,7 @@ TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per war
   CHECK(err.empty());
 }
 
-TEST_CASE("step 2: mix_constant is kConstantOverDivergent x faster than divergent reads (PROVISIONAL)", "[ch06][step2][perf]") {
+TEST_CASE("step 2: mix_constant is kConstantOverDivergent x faster than divergent reads ", "[ch06][step2][perf]") {
   ConstantBar().check();
 }
 
@@ -397,28 +393,37 @@ TEST_CASE("step 3: the rotation's texture is over the image, filters linearly an
   s.synchronize();
   const ch06::Image img = image.image();
   const ch06::TextureObject tex(ch06::create_rotation_texture(img));
-  INFO("create_rotation_texture returned no texture object (0): create one over the pitched image (step 3; ./lab hint 06)");
-  REQUIRE(tex.t != 0);
+  {
+    INFO("create_rotation_texture returned no texture object (0): create one over the pitched image (step 3; "
+         "./lab hint 06)");
+    REQUIRE(tex.t != 0);
+  }
   cudaResourceDesc r{};
   CUDA_CHECK(cudaGetTextureObjectResourceDesc(&r, tex.t));
   const bool over_img = r.resType == cudaResourceTypePitch2D && r.res.pitch2D.devPtr == img.data &&
                         r.res.pitch2D.width == 64 && r.res.pitch2D.height == 48 &&
                         r.res.pitch2D.pitchInBytes == img.pitch_bytes;
-  INFO("the texture's resource is not img: type " << int(r.resType) << " (want cudaResourceTypePitch2D = "
-       << int(cudaResourceTypePitch2D) << "), " << r.res.pitch2D.width << " x " << r.res.pitch2D.height << ", pitch "
-       << r.res.pitch2D.pitchInBytes << " (want 64 x 48, pitch " << img.pitch_bytes
-       << "): a texture over img.data, its width, height and pitch_bytes (step 3)");
-  CHECK(over_img);
+  {
+    INFO("the texture's resource is not img: type " << int(r.resType) << " (want cudaResourceTypePitch2D = "
+         << int(cudaResourceTypePitch2D) << "), " << r.res.pitch2D.width << " x " << r.res.pitch2D.height
+         << ", pitch " << r.res.pitch2D.pitchInBytes << " (want 64 x 48, pitch " << img.pitch_bytes
+         << "): a texture over img.data, its width, height and pitch_bytes (step 3)");
+    CHECK(over_img);
+  }
   cudaTextureDesc d{};
   CUDA_CHECK(cudaGetTextureObjectTextureDesc(&d, tex.t));
-  INFO("the texture's filter mode is " << (d.filterMode == cudaFilterModeLinear ? "linear" : "point")
-       << ": the reference blends the four nearest pixels (cudaFilterModeLinear; step 3)");
-  CHECK(d.filterMode == cudaFilterModeLinear);
+  {
+    INFO("the texture's filter mode is point: the reference blends the four nearest pixels (cudaFilterModeLinear; "
+         "step 3)");
+    CHECK(d.filterMode == cudaFilterModeLinear);
+  }
+  // The address mode only: the border colour read back through
+  // cudaGetTextureObjectTextureDesc is not the one given (seen on the H200: 2e-19 for a
+  // zeroed descriptor), and the results test sees a wrong colour anyway.
   for (int dim = 0; dim < 2; ++dim) {
-    const bool border = d.addressMode[dim] == cudaAddressModeBorder && d.borderColor[0] == 0.f;
-    INFO("address mode of dimension " << dim << " is " << int(d.addressMode[dim]) << " (border colour " << d.borderColor[0]
-         << "): outside the image the reference reads 0 — clamp repeats the edge pixels (cudaAddressModeBorder; step 3)");
-    CHECK(border);
+    INFO("address mode of dimension " << dim << " is " << int(d.addressMode[dim]) << ": outside the image the "
+         "reference reads 0 — clamp repeats the edge pixels (cudaAddressModeBorder; step 3)");
+    CHECK(d.addressMode[dim] == cudaAddressModeBorder);
   }
 }
 
