@@ -73,17 +73,14 @@ constexpr unsigned long long kWaitLimitNs = 10'000'000'000ull;  // a phase given
 
 // ---- Results ----------------------------------------------------------------------------
 
-// The words an input of n words is allocated with. Exactly n, so that memcheck sees a read
-// past in[n - 1] - except in the memcheck targets, which round it up to whole 16-byte
-// pieces (padding poisoned): compute-sanitizer memcheck (CUDA 13.0, seen on the H200)
-// reports a zero-filling cp.async of 16 bytes with a src-size of 4-12 as a 16-byte read
-// past the end, though the PTX ISA has it read src-size bytes only. A read past the
-// rounded end, or of a piece with nothing in it, is still reported.
-bool g_round_inputs_to_pieces = false;
-std::size_t input_words(std::size_t n) {
-  if (n == 0) return 1;
-  return g_round_inputs_to_pieces ? (n + 3) / 4 * 4 : n;
-}
+// The words an input of n words is allocated with: whole 16-byte pieces, the padding
+// poisoned (upload_input), not exactly n. compute-sanitizer memcheck (CUDA 13.0, seen on
+// the H100 and the H200) reports a zero-filling cp.async of 16 bytes with a src-size of
+// 4-12 as a 16-byte read past the array, though the PTX ISA has it read src-size bytes
+// only (and an 8-byte one on a 4-byte array likewise). A read past the rounded end, or of a
+// piece with nothing in it, is still reported; a copy that ignores src-size brings the
+// poison into the sums and the tail, which the results tests see.
+std::size_t input_words(std::size_t n) { return n == 0 ? 4 : (n + 3) / 4 * 4; }
 void upload_input(cml::DeviceBuffer<Word>& in, const std::vector<Word>& host) {
   if (in.size() > host.size()) CUDA_CHECK(cudaMemset(in.data(), 0xA5, in.bytes()));  // padding: not zeros
   if (!host.empty()) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), host.size() * sizeof(Word), cudaMemcpyHostToDevice));
@@ -202,9 +199,11 @@ std::string step3_advice(const Failure& f) {
 
 std::string step4_advice(const Failure& f) {
   if (f.crashed)
-    return "a bulk copy faulted: cp.async.bulk moves a multiple of 16 bytes between 16-byte aligned addresses (the "
-           "tile's bytes rounded down to 16; the array's last 1-3 words another way), to a .shared destination, "
-           "completing on a .shared mbarrier";
+    return "the kernel faulted: a bulk copy, or an mbarrier used out of turn. cp.async.bulk moves a multiple of 16 "
+           "bytes between 16-byte aligned addresses (the tile's bytes rounded down to 16; the array's last 1-3 words "
+           "another way), to a .shared destination, completing on a .shared mbarrier; and a stage's barrier is "
+           "armed again only after its phase completed — wait for the parity of this use of the barrier, "
+           "(k / stages) & 1 (seen on the H100: a parity that never flips faults here, it does not hang)";
   if (f.stalled)
     return "the phase a thread waited for never completed: it expects more bytes than its copies deliver (a bulk "
            "copy delivers what it moves, a multiple of 16 bytes: the tile's bytes rounded down to 16 — the tail's "
@@ -517,7 +516,6 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged input", "[.tar
   if (what == nullptr) return;
   std::string target(what);
   if (const auto colon = target.find(':'); colon != std::string::npos) {
-    g_round_inputs_to_pieces = target.substr(0, colon) == "memcheck";  // see input_words
     target = target.substr(colon + 1);
   }
   std::string err;
