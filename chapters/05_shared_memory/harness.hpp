@@ -19,10 +19,7 @@ namespace ch05 {
 
 // ---- Shapes and the reference ------------------------------------------------------------
 
-struct Shape {
-  int rows, cols;
-  const char* what;
-};
+using Shape = cml::MatrixShape;
 
 // Square, non-square both ways (a row/column mix-up shows only there), ragged (not a
 // multiple of the tile: edge tiles are partial), and thin.

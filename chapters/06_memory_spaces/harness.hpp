@@ -9,6 +9,7 @@
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
+#include "cml/verify.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -23,10 +24,7 @@ namespace ch06 {
 
 // ---- Step 1: the filter -------------------------------------------------------------------
 
-struct Shape {
-  int rows, cols;
-  const char* what;
-};
+using Shape = cml::MatrixShape;
 // Rows not a multiple of the segment, columns not a multiple of the block or of 32, fewer
 // rows than taps, one column.
 inline const std::vector<Shape>& fir_shapes() {

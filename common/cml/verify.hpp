@@ -11,6 +11,13 @@
 
 namespace cml {
 
+// A matrix a check runs on, with the words its failure message names it by ("tall,
+// ragged"): the chapters' checked shapes are lists of these.
+struct MatrixShape {
+  int rows, cols;
+  const char* what;
+};
+
 struct VerifyResult {
   bool ok = true;
   std::size_t first_bad = 0;   // index of the first mismatch
