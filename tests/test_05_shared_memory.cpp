@@ -13,6 +13,7 @@
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
 #include "kernel_sass.hpp"
+#include "sanitizer_target.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -188,33 +189,13 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
 
 // ---- compute-sanitizer racecheck ---------------------------------------------------------
 
-// Runs this executable again under racecheck on the hidden [.target] case with
-// CML_TARGET=race:<name>, which runs one learner transpose on a ragged shape. Returns ""
-// when racecheck found no hazard, the hazards' report otherwise; sets why_not when
-// racecheck could not run.
-std::string racecheck(const std::string& name, std::string& why_not) {
-  const auto tool = cml::tools::find({"compute-sanitizer"}, cml::tools::search_dirs());
-  if (!tool) {
-    why_not = "compute-sanitizer is not installed here: the race check cannot run";
-    return "";
-  }
-  const std::string cmd = "CML_TRACE=off CML_ISOLATE=off CML_TARGET=race:" + name + " " + cml::tools::quote(*tool) +
-                          " --tool racecheck --error-exitcode 3 " + cml::tools::quote(cml::sass::self_executable()) +
-                          " '[.target]' 2>&1";
-  const auto out = cml::tools::run(cmd);
-  if (out.text.find("RACECHECK SUMMARY") == std::string::npos && out.status != 0) {
-    why_not = "racecheck did not run: " + out.text.substr(0, 400);
-    return "";
-  }
-  if (out.status == 0) return "";
-  return out.text.substr(0, 1200);
-}
 
 #define check_no_race(kernel, step)                                                                       \
   do {                                                                                                    \
     cml::test::device();                                                                                  \
     std::string why_;                                                                                     \
-    const std::string report_ = racecheck(kernel, why_);                                                  \
+    const std::string report_ =                                                                          \
+        cml::test::sanitize_target("racecheck", std::string("race:") + (kernel), why_);                  \
     if (!why_.empty()) CML_SKIP(why_);                                                                    \
     INFO("compute-sanitizer racecheck found hazards in " << (kernel) << ": a thread reads a tile element " \
          "another warp writes, with no barrier between that write and this read — __syncthreads() after "  \

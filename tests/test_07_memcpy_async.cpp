@@ -17,6 +17,7 @@
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
 #include "kernel_sass.hpp"
+#include "sanitizer_target.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -206,33 +207,13 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
 
 // ---- compute-sanitizer ------------------------------------------------------------------
 
-// Runs this executable again under `tool` on the hidden [.target] case with
-// CML_TARGET=<tool>:<kernel>, which runs that learner kernel once on a small ragged array.
-// "" when the tool found nothing; its report otherwise; why_not when it could not run.
-std::string sanitize(const std::string& tool_name, const std::string& kernel, std::string& why_not) {
-  const auto tool = cml::tools::find({"compute-sanitizer"}, cml::tools::search_dirs());
-  if (!tool) {
-    why_not = "compute-sanitizer is not installed here: the " + tool_name + " check cannot run";
-    return "";
-  }
-  const std::string cmd = "CML_TRACE=off CML_ISOLATE=off CML_TARGET=" + tool_name + ":" + kernel + " " +
-                          cml::tools::quote(*tool) + " --tool " + tool_name + " --error-exitcode 3 " +
-                          cml::tools::quote(cml::sass::self_executable()) + " '[.target]' 2>&1";
-  const auto out = cml::tools::run(cmd);
-  const int code = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;  // pclose's status
-  if (code == 0) return "";
-  if (code != 3) {
-    why_not = tool_name + " did not run: " + out.text.substr(0, 400);
-    return "";
-  }
-  return out.text.substr(0, 1500);
-}
 
 #define check_no_race(kernel, step, advice)                                                              \
   do {                                                                                                   \
     CML_NEED_SM80();                                                                                     \
     std::string why_;                                                                                    \
-    const std::string report_ = sanitize("racecheck", kernel, why_);                                     \
+    const std::string report_ =                                                                          \
+        cml::test::sanitize_target("racecheck", std::string("racecheck:") + (kernel), why_);             \
     if (!why_.empty()) CML_SKIP(why_);                                                                   \
     INFO("compute-sanitizer racecheck found hazards in " << (kernel) << " on a small array: a thread read "  \
          "shared memory before the copy that writes it completed (or a copy overwrote words still being "   \
@@ -489,7 +470,7 @@ TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS
 TEST_CASE("step 4: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch07][step4][mechanism]") {
   CML_NEED_SM80();
   std::string why;
-  const std::string report = sanitize("memcheck", "sum_fast_kernel", why);
+  const std::string report = cml::test::sanitize_target("memcheck", "memcheck:sum_fast_kernel", why);
   if (!why.empty()) CML_SKIP(why);
   INFO("compute-sanitizer memcheck found bad accesses by sum_fast_kernel on 7 tiles + 3 words: a 16-byte copy of "
        "the array's last, partial piece reads past the end of the array — copy whole 16-byte pieces with "

@@ -21,6 +21,7 @@
 #include "exercise_source.hpp"
 #include "gpu.hpp"
 #include "kernel_sass.hpp"
+#include "sanitizer_target.hpp"
 #include "harness.hpp"
 
 #include "cml/buffers.hpp"
@@ -409,32 +410,11 @@ void check_pipeline_sass(const std::string& kernel, int stages, const char* step
 
 // ---- compute-sanitizer --------------------------------------------------------------------
 
-// Runs this executable again under `tool` on the hidden [.target] case with
-// CML_TARGET=<target>, which runs one learner kernel once on a small ragged input. "" when
-// the tool found nothing; its report otherwise; why_not when it could not run.
-std::string sanitize(const std::string& tool_name, const std::string& target, std::string& why_not) {
-  const auto tool = cml::tools::find({"compute-sanitizer"}, cml::tools::search_dirs());
-  if (!tool) {
-    why_not = "compute-sanitizer is not installed here: the " + tool_name + " check cannot run";
-    return "";
-  }
-  const std::string cmd = "CML_TRACE=off CML_ISOLATE=off CML_TARGET=" + target + " " + cml::tools::quote(*tool) +
-                          " --tool " + tool_name + " --error-exitcode 3 " +
-                          cml::tools::quote(cml::sass::self_executable()) + " '[.target]' 2>&1";
-  const auto out = cml::tools::run(cmd);
-  const int code = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;
-  if (code == 0) return "";
-  if (code != 3) {
-    why_not = tool_name + " did not run: " + out.text.substr(0, 400);
-    return "";
-  }
-  return out.text.substr(0, 1500);
-}
 
 #define CML_CHECK_SANITIZER(tool, target, what, advice, step)                                          \
   do {                                                                                                  \
     std::string why_;                                                                                   \
-    const std::string report_ = sanitize(tool, target, why_);                                          \
+    const std::string report_ = cml::test::sanitize_target(tool, target, why_);                         \
     if (!why_.empty()) CML_SKIP(why_);                                                                  \
     INFO("compute-sanitizer " << (tool) << " found " << (what) << ": " << (advice) << " (" << (step)     \
          << "; ./lab hint 08)\n" << report_);                                                           \

@@ -1,0 +1,36 @@
+// compute-sanitizer on one learner kernel: the test executable runs itself again under the
+// tool, on its hidden [.target] case, with CML_TARGET saying which kernel to run once on a
+// small input. A whole test executable under racecheck takes minutes; one kernel, seconds.
+#pragma once
+
+#include "cml/sass.hpp"
+#include "cml/tools.hpp"
+
+#include <string>
+
+#include <sys/wait.h>
+
+namespace cml::test {
+
+// "" when `tool_name` (memcheck, racecheck, synccheck) found nothing; its report (cut)
+// otherwise. Sets why_not, and returns "", when the tool is missing or did not run.
+inline std::string sanitize_target(const std::string& tool_name, const std::string& target, std::string& why_not) {
+  const auto tool = cml::tools::find({"compute-sanitizer"}, cml::tools::search_dirs());
+  if (!tool) {
+    why_not = "compute-sanitizer is not installed here: the " + tool_name + " check cannot run";
+    return "";
+  }
+  const std::string cmd = "CML_TRACE=off CML_ISOLATE=off CML_TARGET=" + cml::tools::quote(target) + " " +
+                          cml::tools::quote(*tool) + " --tool " + tool_name + " --error-exitcode 3 " +
+                          cml::tools::quote(cml::sass::self_executable()) + " '[.target]' 2>&1";
+  const auto out = cml::tools::run(cmd);
+  const int code = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;  // pclose's status
+  if (code == 0) return "";
+  if (code != 3) {
+    why_not = tool_name + " did not run: " + out.text.substr(0, 400);
+    return "";
+  }
+  return out.text.substr(0, 1500);
+}
+
+}  // namespace cml::test
