@@ -11,6 +11,7 @@
 #include "api_calls.hpp"
 #include "exercise_source.hpp"
 #include "gpu.hpp"
+#include "jitter.hpp"
 #include "harness.hpp"
 #include "unified.cuh"
 
@@ -63,11 +64,7 @@ constexpr double kPrefetchOverCopy = 0.6;
 // Each kernel of the race tests waits 0.25 to 1 x this before writing.
 constexpr double kMaxDelayMs = 100.0;
 
-// Sizes are not round, and not the same from one run to the next: no size can be special.
-std::size_t jitter(std::size_t base) {
-  static std::minstd_rand rng(std::random_device{}());
-  return base + rng() % 997;
-}
+using cml::test::jitter;  // sizes no code can special-case
 
 // A table of its own and one lane over a managed buffer first touched on the CPU.
 struct Fixture {

@@ -10,6 +10,7 @@
 #include "api_calls.hpp"
 #include "exercise_source.hpp"
 #include "gpu.hpp"
+#include "jitter.hpp"
 #include "harness.hpp"
 #include "ncu_evidence.hpp"
 
@@ -56,11 +57,7 @@ constexpr double kStep3Speedup = 2.0;
 // 0.98-1.04 (1.00 on the H200); the starter's runs of 32 per thread 0.13. Middle: 0.55.
 constexpr double kStep4OverPlain = 0.55;
 
-// Sizes are not round, and not the same from one run to the next: no size can be special.
-std::size_t jitter(std::size_t base) {
-  static std::minstd_rand rng(std::random_device{}());
-  return base + rng() % 997;
-}
+using cml::test::jitter;  // sizes no code can special-case
 
 // The most threads grid_for gives a kernel: a size above a few times this needs a kernel
 // that loops, or a launch that covers the array.
