@@ -488,7 +488,7 @@ constexpr double kTmaStagesOverOne = 1.3;
 }  // namespace
 
 // Not a test: what the sanitizer tests run. CML_TARGET=<tool>:<target> runs one learner
-// kernel once, on inputs allocated exactly: copy (the .cg tile copy, 5 tiles + 6 words),
+// kernel once, on inputs allocated as input_words says: copy (the .cg tile copy, 5 tiles + 6 words),
 // reverse (the experiment's barrier reading), pipeline (3 tiles + 6 words, 2 blocks,
 // 3 stages), fast and bulk (7 tiles + 3 words), tma (a 9 x 257 matrix, pitch 260).
 TEST_CASE("sanitizer target: one learner kernel on a small ragged input", "[.target]") {
