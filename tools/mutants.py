@@ -78,11 +78,13 @@ def sync_copy():
 
 
 def configure(meson):
-    """Configures build-mutants/build from the copy, once (later runs reuse it)."""
+    """Configures build-mutants/build from the copy; a later run reconfigures it, so that a
+    chapter listed since (chapters.txt, which Meson reads) has its targets."""
     if (BUILD / "build.ninja").exists():
-        return None
-    r = subprocess.run([meson, "setup", "--buildtype=release", str(BUILD), str(COPY)],
-                       capture_output=True, text=True)
+        cmd = [meson, "setup", "--reconfigure", str(BUILD), str(COPY)]
+    else:
+        cmd = [meson, "setup", "--buildtype=release", str(BUILD), str(COPY)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
     return None if r.returncode == 0 else r.stdout + r.stderr
 
 
@@ -148,6 +150,12 @@ def check_mutant(chapter, mutant, solution, meson, args):
     write_if_changed(COPY / "chapters" / chapter / "exercise.cu", text)
     build = subprocess.run([meson, "compile", "-C", str(BUILD), f"test_ch{num}_learner"],
                            capture_output=True, text=True)
+    if mutant.compile_error:  # the mistake must stop the build, with the words that name it
+        caught = build.returncode != 0 and folded(mutant.expect) in folded(build.stdout + build.stderr)
+        print(f"ch{num} {mutant.name}: {'caught' if caught else 'NOT CAUGHT'} by the build")
+        if not caught:
+            print((build.stdout + build.stderr)[-3000:])
+        return caught
     if build.returncode != 0:
         print(f"ch{num} {mutant.name}: the mutant does not compile:\n{build.stdout[-2000:]}")
         return False
@@ -230,7 +238,8 @@ def main(argv):
         return 2
     if args.list:
         for chapter, m in plan:
-            kind = "whole executable, watchdog" if m.whole else "its step's tests"
+            kind = ("the build" if m.compile_error else
+                    "whole executable, watchdog" if m.whole else "its step's tests")
             print(f"ch{chapter[:2]} {m.tag:<22} {m.name}  ({kind}; expects {m.expect!r})")
         return 0
     setup = run([str(ROOT / "lab"), "setup"])  # installs Meson and Ninja on a fresh machine

@@ -16,6 +16,7 @@ class Mutant:
     tag: str              # the step's tests, e.g. "[step2][mechanism]"; its [stepK] names the step
     expect: str           # text the failure must contain
     whole: bool = False   # run every test case: the watchdog's mutants (the other steps must report)
+    compile_error: bool = False  # caught when the build fails with `expect` (a static_assert's words)
 
     @property
     def step(self):

@@ -54,6 +54,12 @@ MUTANTS = [
              '                "cp_async: cp.async.cg copies 16 bytes only; cp.async.ca copies 4, 8 or 16 bytes");\n',
              "")],
            "[step1][compile]", "was refused by ptxas, not by your wrapper"),
+    # Step 1. A .cg copy of 8 bytes asked for where the tail is copied: the wrapper's
+    # static_assert stops the build on the learner's own line, before ptxas sees it.
+    Mutant("a cp.async.cg of 8 bytes (only 16 exists)",
+           [("    cp_async<16, Cache::cg>(dst + first, src + (bytes > 0 ? first : 0), bytes);\n",
+             "    cp_async<8, Cache::cg>(dst + first, src + (bytes > 0 ? first : 0), bytes);\n")],
+           "[step1][compile]", "cp.async.cg copies 16 bytes only", compile_error=True),
     # Step 2. wait_group 0: correct, and nothing overlaps (every committed group waited for).
     Mutant("cp.async.wait_group 0 (waits for the tiles ahead too: no overlap)",
            [("    cp_async_wait<Stages - 1>();", "    cp_async_wait<0>();")],
