@@ -63,13 +63,7 @@ std::string sums_error(SumFn fn, std::size_t n, int blocks, int compute, int sta
   if (n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemset(partial.data(), 0xFF, (blocks + kGuard) * sizeof(Word)));
   CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  Job job;
-  job.in = in.data();
-  job.n = n;
-  job.partial = partial.data();
-  job.blocks = blocks;
-  job.compute = compute;
-  job.stages = stages;
+  const Job job = ch07::make_job(in.data(), n, partial.data(), blocks, compute, stages);
   cml::Stream s;
   fn(job, s);
   s.synchronize();
@@ -119,12 +113,7 @@ void check_sums(SumFn fn, bool staged, const char* step) {
 // n == 0 (the partials are still written).
 std::string capture_error(SumFn fn, std::size_t n, int stages) {
   cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
-  Job job;
-  job.in = in.data();
-  job.n = n;
-  job.partial = partial.data();
-  job.blocks = 4;
-  job.stages = stages;
+  const Job job = ch07::make_job(in.data(), n, partial.data(), 4, 0, stages);
   return cml::test::enqueue_only_error([&](cudaStream_t s) { fn(job, s); }, 1);
 }
 
@@ -140,11 +129,7 @@ void check_enqueues_only(SumFn fn, const char* name, int stages) {
 void check_stage_range(SumFn fn, const char* name) {
   cml::DeviceBuffer<Word> in(1024), partial(1);
   for (const int bad : {0, ch07::kMaxStages + 1}) {
-    Job job;
-    job.in = in.data();
-    job.n = 1024;
-    job.partial = partial.data();
-    job.stages = bad;
+    const Job job = ch07::make_job(in.data(), 1024, partial.data(), 1, 0, bad);
     INFO(name << " with stages = " << bad << " must throw std::invalid_argument (memcpy_async.cuh)");
     CHECK_THROWS_AS(fn(job, nullptr), std::invalid_argument);
   }
@@ -243,14 +228,8 @@ double speed_ratio(SumFn fn, int fn_stages, SumFn base, int base_stages, int per
   cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
   CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
   CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  Job a, b;
-  a.in = b.in = in.data();
-  a.n = b.n = n;
-  a.partial = b.partial = partial.data();
-  a.blocks = b.blocks = blocks;
-  a.compute = b.compute = compute;
-  a.stages = fn_stages;
-  b.stages = base_stages;
+  const Job a = ch07::make_job(in.data(), n, partial.data(), blocks, compute, fn_stages);
+  const Job b = ch07::make_job(in.data(), n, partial.data(), blocks, compute, base_stages);
   cml::Stream s;
   const auto st = cml::time_interleaved({[&](cudaStream_t x) { base(b, x); }, [&](cudaStream_t x) { fn(a, x); }}, s,
                                         {2, 10});
@@ -420,11 +399,7 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
       cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
       CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
       CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-      Job j;
-      j.in = in.data();
-      j.n = n;
-      j.partial = partial.data();
-      j.blocks = blocks;
+      Job j = ch07::make_job(in.data(), n, partial.data(), blocks, 0, 1);
       const auto with = [&](SumFn fn, int stages) {
         return [fn, stages, j](cudaStream_t x) mutable { j.stages = stages; fn(j, x); };
       };

@@ -99,4 +99,16 @@ inline const std::vector<Case>& checked_cases() {
   return c;
 }
 
+// A job over `n` words of `in`, its sums into `partial`: what every caller fills alike.
+inline Job make_job(const Word* in, std::size_t n, Word* partial, int blocks, int compute, int stages) {
+  Job j;
+  j.in = in;
+  j.n = n;
+  j.partial = partial;
+  j.blocks = blocks;
+  j.compute = compute;
+  j.stages = stages;
+  return j;
+}
+
 }  // namespace ch07

@@ -44,16 +44,7 @@ struct Context {
   cml::Stream stream{cudaStreamNonBlocking};
 };
 
-ch07::Job make_job(const Word* in, std::size_t n, Word* partial, int blocks, int compute, int stages) {
-  ch07::Job j;
-  j.in = in;
-  j.n = n;
-  j.partial = partial;
-  j.blocks = blocks;
-  j.compute = compute;
-  j.stages = stages;
-  return j;
-}
+using ch07::make_job;
 
 std::vector<Word> run_variant(const ch07::Variant& v, const ch07::Job& job, cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(job.partial, 0xFF, job.blocks * sizeof(Word), stream));
