@@ -139,13 +139,28 @@ __device__ __forceinline__ void copy_share(Word* dst, const Word* src, int count
     const int left = 4 * (count - first);
     const int bytes = left <= 0 ? 0 : left < 16 ? left : 16;
     cp_async<16, Cache::cg>(dst + first, src + (bytes > 0 ? first : 0), bytes);
+  } else if (count == kTileWords) {
+    // A whole tile, the common case: a loop of known length, unrolled (no loop test per
+    // word). Only the short last tile takes the loop bounded by `count`.
+#pragma unroll
+    for (int q = 0; q < kTileWords / kThreads; ++q) {
+      const int i = static_cast<int>(threadIdx.x) + q * kThreads;
+      cp_async<4, Cache::ca>(dst + i, src + i);
+    }
   } else {
     for (int i = static_cast<int>(threadIdx.x); i < count; i += kThreads) cp_async<4, Cache::ca>(dst + i, src + i);
   }
 }
 
+// The stage after `slot`, wrapping at Stages. The k-th tile lives in stage k % Stages, but
+// k is 64-bit and the loop moves 16 bytes per thread per tile, so every instruction in it
+// shows in the bandwidth (chapter 07 measured 10-25 % for its run-time k % stages): two int
+// counters that wrap give the same stages for a compare.
+template <int Stages>
+__device__ __forceinline__ int next_stage(int slot) { return slot + 1 == Stages ? 0 : slot + 1; }
+
 // Chapter 07's pipeline, its bookkeeping by hand. The k-th tile of this block goes to stage
-// k % Stages. Every thread commits one group per tile slot, with or without copies in it
+// k % Stages, counted by `fill` (the next fetch's stage) and `use` (the next compute's). Every thread commits one group per tile slot, with or without copies in it
 // (past the last tile), so the count of groups is the same in every thread and "all but the
 // newest Stages - 1 groups have landed" (cp.async.wait_group Stages - 1) always means "tile
 // k has landed": when the block waits for tile k it has committed tiles k .. k + Stages - 1.
@@ -155,12 +170,14 @@ template <int Stages, bool Fast>
 __device__ __forceinline__ void sum_pipelined(const Job& job) {
   extern __shared__ __align__(16) Word stage_buf[];  // Stages tiles
   const std::size_t tiles = tile_count(job.n);
+  int fill = 0, use = 0;
   const auto fetch = [&](std::size_t k) {
     const std::size_t t = blockIdx.x + k * gridDim.x;
     if (t < tiles) {
       const TileSpan s = tile_span(job, t);
-      copy_share<Fast>(stage_buf + (k % Stages) * kTileWords, job.in + s.first, s.count);
+      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count);
     }
+    fill = next_stage<Stages>(fill);
     // The commit count lives in the warp's scoreboard (LDGDEPBAR / DEPBAR SB0): commit with
     // the warp converged after the short tile's uneven loop, so it counts once for all lanes.
     __syncwarp();
@@ -172,7 +189,8 @@ __device__ __forceinline__ void sum_pipelined(const Job& job) {
     fetch(k + Stages - 1);  // refills the stage tile k - 1 used: freed by the barrier that ended it
     cp_async_wait<Stages - 1>();  // this thread's copies of tile k have landed...
     __syncthreads();              // ...and every other thread's
-    acc = compute_tile(stage_buf + (k % Stages) * kTileWords, tile_span(job, t).count, job.compute, acc);
+    acc = compute_tile(stage_buf + use * kTileWords, tile_span(job, t).count, job.compute, acc);
+    use = next_stage<Stages>(use);
     __syncthreads();  // every thread is done with the stage before it is refilled
   }
   finish_block(acc, job.partial);

@@ -78,15 +78,15 @@ MUTANTS = [
     # Step 2. Commits only for slots that have a tile: past the block's last tile no groups
     # are committed, so "all but the newest Stages - 1" no longer includes the last tiles.
     Mutant("no commit for an empty slot (the group count differs at the end)",
-           [("      copy_share<Fast>(stage_buf + (k % Stages) * kTileWords, job.in + s.first, s.count);\n    }\n",
-             "      copy_share<Fast>(stage_buf + (k % Stages) * kTileWords, job.in + s.first, s.count);\n"
+           [("      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count);\n    }\n",
+             "      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count);\n"
              "      cp_async_commit();\n    }\n"),
             ("    __syncwarp();\n    cp_async_commit();\n  };", "    __syncwarp();\n  };")],
            "[step2][correctness]", "a thread read a tile before all of it landed"),
-    # Step 2. The power-of-two habit: k & (Stages - 1) is k % Stages for 1, 2 and 4 only.
-    Mutant("a stage index that wraps wrongly (k & (Stages - 1))",
-           [("stage_buf + (k % Stages) * kTileWords", "stage_buf + (k & (Stages - 1)) * kTileWords"),
-            ("stage_buf + (k % Stages) * kTileWords", "stage_buf + (k & (Stages - 1)) * kTileWords")],
+    # Step 2. The power-of-two habit: (slot + 1) & (Stages - 1) wraps right for 1, 2 and 4
+    # stages only.
+    Mutant("a stage index that wraps wrongly ((slot + 1) & (Stages - 1))",
+           [("{ return slot + 1 == Stages ? 0 : slot + 1; }", "{ return (slot + 1) & (Stages - 1); }")],
            "[step2][correctness]", "the stage index wraps wrongly"),
     # Step 3. Chapter 07's way: whole pieces 16 bytes, the tail word by word (LDGSTS.E).
     Mutant("the tail by a branch to 4-byte copies (two kinds of copy)",
