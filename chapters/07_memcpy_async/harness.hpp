@@ -1,11 +1,13 @@
 // Chapter 07 — what the program (main.cu) and the tests (tests/test_07_memcpy_async.cpp)
-// share: the variants as a table (name, function, kernel, step), the array's contents,
-// the CPU reference of the partial sums and its comparison that names the block and its
-// tiles, and the sizes and grids every variant is checked on. Host code only.
+// share: the variants as a table (name, function, kernel, step), the array's contents and
+// their upload, the CPU reference of the partial sums and its comparison that names the
+// block and its tiles, and the sizes and grids every variant is checked on. Host code only.
 #pragma once
 
 #include "memcpy_async.cuh"
 
+#include "cml/buffers.hpp"
+#include "cml/errors.hpp"
 #include "cml/verify.hpp"
 
 #include <cstdint>
@@ -16,15 +18,21 @@ namespace ch07 {
 
 using SumFn = void (*)(const Job&, cudaStream_t);
 
-// One variant of the chapter: --variant's name, what it is, its function and kernel, the
-// step that writes it (0: provided), and whether job.stages matters to it.
-struct Variant {
+// The columns of a variant table, this chapter's and chapter 08's (over its own job):
+// --variant's name, what it is, its function and its kernel's name in SASS, the step that
+// writes it (0: provided), and whether job.stages matters to it.
+template <class JobT>
+struct VariantColumns {
   const char* name;
   const char* what;
-  SumFn fn;
+  void (*fn)(const JobT&, cudaStream_t);
   const char* kernel;
   int step;
   bool staged;
+};
+
+// One variant of the chapter.
+struct Variant : VariantColumns<Job> {
   int fixed_stages;  // 1 for pipeline1; 0: --stages
 };
 
@@ -51,6 +59,14 @@ inline std::vector<Word> make_input(std::size_t n) {
   std::vector<Word> in(n);
   for (std::size_t i = 0; i < n; ++i) in[i] = word_at(i);
   return in;
+}
+
+// `host` in device memory of `words` words (>= host.size(); any beyond it unwritten).
+inline cml::DeviceBuffer<Word> to_device(const std::vector<Word>& host, std::size_t words) {
+  cml::DeviceBuffer<Word> d(words);
+  if (!host.empty()) CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(Word), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  return d;
 }
 
 // The partial sums memcpy_async.cuh promises: block b sums work(w, compute) over the words
@@ -99,16 +115,23 @@ inline const std::vector<Case>& checked_cases() {
   return c;
 }
 
-// A job over `n` words of `in`, its sums into `partial`: what every caller fills alike.
-inline Job make_job(const Word* in, std::size_t n, Word* partial, int blocks, int compute, int stages) {
-  Job j;
-  j.in = in;
-  j.n = n;
+// j with the fields every job of this chapter and chapter 08 has, Job and MatrixJob alike:
+// where the sums go, the grid, the work per word, the stages.
+template <class JobT>
+JobT with_grid(JobT j, Word* partial, int blocks, int compute, int stages) {
   j.partial = partial;
   j.blocks = blocks;
   j.compute = compute;
   j.stages = stages;
   return j;
+}
+
+// A job over `n` words of `in`, its sums into `partial`: what every caller fills alike.
+inline Job make_job(const Word* in, std::size_t n, Word* partial, int blocks, int compute, int stages) {
+  Job j;
+  j.in = in;
+  j.n = n;
+  return with_grid(j, partial, blocks, compute, stages);
 }
 
 }  // namespace ch07

@@ -25,22 +25,16 @@ using ch07::check_partials;
 using ch07::checked_cases;
 using ch07::make_input;
 using ch07::reference_partials;
+using ch07::to_device;
 using ch07::word_at;
 
 // ---- The 1D pipelines -------------------------------------------------------------------
 
 using SumFn = void (*)(const Job&, cudaStream_t);
 
-// One pipeline over the chapter's job: --variant's name, what it is, its function and its
-// kernel's name in SASS, the step that writes it (0: provided or chapter 07's), whether
-// job.stages matters, and whether it needs compute capability 9.0.
-struct Variant {
-  const char* name;
-  const char* what;
-  SumFn fn;
-  const char* kernel;
-  int step;
-  bool staged;
+// One pipeline over the chapter's job: chapter 07's columns (step 0: provided or chapter
+// 07's), and whether it needs compute capability 9.0.
+struct Variant : ch07::VariantColumns<Job> {
   bool sm90;
 };
 
@@ -284,12 +278,8 @@ inline MatrixJob make_matrix_job(const Matrix& in, Word* partial, int blocks, in
                                  Report* report = nullptr) {
   MatrixJob j;
   j.in = in;
-  j.partial = partial;
-  j.blocks = blocks;
-  j.compute = compute;
-  j.stages = stages;
   j.report = report;
-  return j;
+  return ch07::with_grid(j, partial, blocks, compute, stages);
 }
 
 }  // namespace ch08
