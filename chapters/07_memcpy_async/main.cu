@@ -63,9 +63,8 @@ bool check(Context& c) {
     std::size_t runs = 0;
     for (const auto& k : ch07::checked_cases()) {
       const auto host = ch07::make_input(k.n);
-      cml::DeviceBuffer<Word> in(k.n + 1), partial(static_cast<std::size_t>(k.blocks));
-      if (k.n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
-      CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+      const auto in = ch07::to_device(host, k.n + 1);
+      cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
       for (const int compute : {0, 3}) {
         const auto want = ch07::reference_partials(host, k.blocks, compute);
         for (int stages = 1; stages <= (v.staged && v.fixed_stages == 0 ? ch07::kMaxStages : 1); ++stages) {
@@ -87,9 +86,8 @@ bool check(Context& c) {
   // compared with it.
   const auto& k = ch07::checked_cases().back();
   const auto host = ch07::make_input(k.n);
-  cml::DeviceBuffer<Word> in(k.n), partial(static_cast<std::size_t>(k.blocks));
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  const auto in = ch07::to_device(host, k.n);
+  cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
   const ch07::Variant ro{"read-only", "ceiling", ch07::sum_read_only, "sum_read_only_kernel", 0, false, 0};
   ok &= cml::report(ch07::check_partials(run_variant(ro, make_job(in.data(), k.n, partial.data(), k.blocks, 5, 1), c.stream),
                                          ch07::reference_partials(host, k.blocks, 5), k.n),
@@ -97,14 +95,16 @@ bool check(Context& c) {
   return ok;
 }
 
-// What one timed point needs: the array, the partials of each variant, and the grid.
+// What one timed point needs: the array (uploaded), the partials of each variant, and the
+// grid.
 struct Bench {
   std::size_t n;
   cml::DeviceBuffer<Word> in;
   cml::DeviceBuffer<Word> partial;
   cml::DeviceBuffer<Word> copy_out;
   explicit Bench(std::size_t words, std::size_t max_blocks, bool with_copy)
-      : n(words), in(words), partial(max_blocks), copy_out(with_copy ? words : 1) {}
+      : n(words), in(ch07::to_device(ch07::make_input(words), words)), partial(max_blocks),
+        copy_out(with_copy ? words : 1) {}
 };
 
 struct Timed {
@@ -166,9 +166,6 @@ bool time_variants(Context& c) {
               "read per second ==\n",
               std::to_string(n).c_str(), fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute, c.s.blocks_per_sm, blocks);
   Bench b(n, static_cast<std::size_t>(blocks), true);
-  const auto host = ch07::make_input(n);
-  CUDA_CHECK(cudaMemcpy(b.in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
   bool ok = true;
   const auto rows = time_point(c, b, chosen_variants(c.s.variant), blocks, c.s.compute, {c.s.stages}, true, ok);
   cml::Table t("variants", {"variant", "stages", "ms", "GB/s", "of read-only", "of sync"});
@@ -189,14 +186,10 @@ bool time_variants(Context& c) {
 }
 
 bool shmoo(Context& c) {
-  const std::size_t n = c.s.size / sizeof(Word);
   const std::vector<int> per_sm = {1, 2, 4, 8}, computes = {0, 4, 16, 64, 256}, stages = {1, 2, 3, 4};
   std::printf("\n== The map: %s MiB, every variant at stages x compute x blocks per SM ==\n",
               fixed(c.s.size / 1048576.0, 0).c_str());
-  Bench b(n, static_cast<std::size_t>(blocks_for(c, per_sm.back())), false);
-  const auto host = ch07::make_input(n);
-  CUDA_CHECK(cudaMemcpy(b.in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  Bench b(c.s.size / sizeof(Word), static_cast<std::size_t>(blocks_for(c, per_sm.back())), false);
   std::vector<const ch07::Variant*> chosen;
   for (const auto* v : chosen_variants(c.s.variant))
     if (std::string(v->name) != "pipeline1") chosen.push_back(v);  // pipelineN at stages 1 is the same kernel
@@ -210,7 +203,7 @@ bool shmoo(Context& c) {
         if (r.name == "sync") sync_ms = r.stats.median_ms;
       for (const auto& r : rows)
         t.row({r.name, r.stages ? std::to_string(r.stages) : "-", std::to_string(k), std::to_string(bps),
-               fixed(r.stats.median_ms, 4), fixed(cml::gbps(n * sizeof(Word), r.stats.median_ms), 0),
+               fixed(r.stats.median_ms, 4), fixed(cml::gbps(b.n * sizeof(Word), r.stats.median_ms), 0),
                fixed(rows[0].stats.median_ms / r.stats.median_ms, 3),
                sync_ms > 0 ? fixed(sync_ms / r.stats.median_ms, 3) : "-"});
     }

@@ -60,8 +60,8 @@ bool check_mode(Context& c) {
     std::size_t runs = 0;
     for (const auto& k : sum_cases()) {
       const auto host = make_input(k.n);
-      cml::DeviceBuffer<Word> in(k.n + 1), partial(static_cast<std::size_t>(k.blocks));
-      if (k.n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
+      const auto in = to_device(host, k.n + 1);
+      cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
       for (const int compute : {0, 3})
         for (int stages = 1; stages <= kMaxStages && variant_ok; ++stages, ++runs) {
           const Job job = make_job(in.data(), k.n, partial.data(), k.blocks, compute, stages, report.get());
@@ -78,8 +78,8 @@ bool check_mode(Context& c) {
   {
     const auto& k = sum_cases().back();
     const auto host = make_input(k.n);
-    cml::DeviceBuffer<Word> in(k.n), partial(static_cast<std::size_t>(k.blocks));
-    CUDA_CHECK(cudaMemcpy(in.data(), host.data(), k.n * sizeof(Word), cudaMemcpyHostToDevice));
+    const auto in = to_device(host, k.n);
+    cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
     const Job job = make_job(in.data(), k.n, partial.data(), k.blocks, 5, 1);
     const Outcome o = run_once([&](cudaStream_t s) { sum_read_only(job, s); }, partial.data(), k.blocks, report, c.stream);
     ok &= cml::report(check_partials(o.partials, reference_partials(host, k.blocks, 5), k.n),
@@ -178,9 +178,8 @@ bool variants_mode(Context& c) {
   std::printf("\n== %zu words (%s MiB), compute %d, %d blocks per SM (%d blocks), %d stages; GB/s = 10^9 bytes read "
               "per second ==\n",
               n, fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute, c.s.blocks_per_sm, blocks, c.s.stages);
-  const auto host = make_input(n);
-  cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  const auto in = to_device(make_input(n), n);
+  cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(blocks));
   DeviceReport report;
   bool ok = true;
   const bool with_tma = c.s.variant == "all" || c.s.variant == "tma";
@@ -206,9 +205,8 @@ bool sweep_mode(Context& c) {
   const std::vector<int> per_sm = {1, 2, 4, 8}, stages = {1, 2, 3, 4};
   std::printf("\n== %s MiB, compute %d: every pipeline at stages 1-4 x 1-8 blocks per SM ==\n",
               fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute);
-  const auto host = make_input(n);
-  cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(c.blocks(per_sm.back())));
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  const auto in = to_device(make_input(n), n);
+  cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(c.blocks(per_sm.back())));
   DeviceReport report;
   bool ok = true;
   const auto chosen = chosen_variants(c, true);
