@@ -14,6 +14,7 @@
 #include "gpu.hpp"
 #include "kernel_sass.hpp"
 #include "sanitizer_target.hpp"
+#include "speed_bar.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -215,32 +216,20 @@ int large_side() {
   return static_cast<int>(side);
 }
 
-// fn's speed over `baseline`'s on a large square matrix, timed interleaved.
-cml::Stats speed_ratio(TransposeFn fn, TransposeFn baseline, int side, double& ratio, cml::Stats& base) {
+// fn's speed bar: at least `bar` of `baseline`'s speed on a large square matrix, timed
+// interleaved, or the message with both times and what the learner should change.
+void check_speed(TransposeFn fn, const char* name, TransposeFn baseline, const char* baseline_name, double bar,
+                 const char* advice) {
+  const int side = large_side();
   const std::size_t n = static_cast<std::size_t>(side) * side;
   cml::DeviceBuffer<float> in(n), out(n);
   CUDA_CHECK(cudaMemset(in.data(), 0, n * 4));
   CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  cml::Stream s;
-  const auto st = cml::time_interleaved({[&](cudaStream_t x) { baseline(in.data(), out.data(), side, side, x); },
-                                         [&](cudaStream_t x) { fn(in.data(), out.data(), side, side, x); }},
-                                        s, {2, 10});
-  ratio = st[0].median_ms / st[1].median_ms;
-  base = st[0];
-  return st[1];
-}
-
-// fn's speed bar: at least `bar` of `baseline`'s speed on the large square, or the message
-// with both times and what the learner should change.
-void check_speed(TransposeFn fn, const char* name, TransposeFn baseline, const char* baseline_name, double bar,
-                 const char* advice) {
-  const int side = large_side();
-  double r = 0;
-  cml::Stats base;
-  const auto st = speed_ratio(fn, baseline, side, r, base);
-  INFO(name << " on " << side << " x " << side << ": " << cml::ratio_text(base, st) << " of " << baseline_name
-            << "; want " << bar << ": " << advice);
-  CHECK(r >= bar);
+  const auto st = cml::test::time_together({[&](cudaStream_t x) { baseline(in.data(), out.data(), side, side, x); },
+                                            [&](cudaStream_t x) { fn(in.data(), out.data(), side, side, x); }});
+  const std::string shape = std::to_string(side) + " x " + std::to_string(side);
+  cml::test::check_bar(st[0], st[1], bar, std::string(name) + " on " + shape, baseline_name,
+                       std::string(": ") + advice);
 }
 
 // The speed bars, as ratios to a copy of the same bytes timed interleaved in the same

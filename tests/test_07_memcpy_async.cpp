@@ -18,6 +18,8 @@
 #include "gpu.hpp"
 #include "kernel_sass.hpp"
 #include "sanitizer_target.hpp"
+#include "speed_bar.hpp"
+#include "target_case.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -209,47 +211,6 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
 
 // ---- Speed ------------------------------------------------------------------------------
 
-// An array of 8x the L2 or more (at least 256 MiB), within what is free.
-std::size_t large_words() {
-  const auto& d = cml::test::device();
-  std::size_t bytes = std::size_t{256} << 20;
-  while (bytes < 8 * d.l2_bytes) bytes *= 2;
-  while (2 * bytes > d.free_bytes && bytes > (std::size_t{64} << 20)) bytes /= 2;
-  return bytes / sizeof(Word);
-}
-
-// fn's speed relative to base's (base's median time over fn's) on the same large array at
-// `per_sm` blocks per SM and `compute`, timed interleaved; both Stats through fs and bs.
-double speed_ratio(SumFn fn, int fn_stages, SumFn base, int base_stages, int per_sm, int compute, cml::Stats& fs,
-                   cml::Stats& bs) {
-  const auto& d = cml::test::device();
-  const std::size_t n = large_words();
-  const int blocks = per_sm * d.sm_count;
-  cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
-  CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  const Job a = ch07::make_job(in.data(), n, partial.data(), blocks, compute, fn_stages);
-  const Job b = ch07::make_job(in.data(), n, partial.data(), blocks, compute, base_stages);
-  cml::Stream s;
-  const auto st = cml::time_interleaved({[&](cudaStream_t x) { base(b, x); }, [&](cudaStream_t x) { fn(a, x); }}, s,
-                                        {2, 10});
-  bs = st[0];
-  fs = st[1];
-  return st[0].median_ms / st[1].median_ms;
-}
-
-// A speed bar at 2 blocks per SM, no compute: fn at 3 stages reaches at least `bar` of
-// base's speed (at base_stages), or the message with both times and what to change.
-void check_speed(SumFn fn, const char* name, SumFn base, int base_stages, const char* base_name, double bar,
-                 const char* advice) {
-  CML_NEED_SM80();
-  cml::Stats fs, bs;
-  const double r = speed_ratio(fn, 3, base, base_stages, 2, 0, fs, bs);
-  INFO(name << " at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(bs, fs) << " of " << base_name
-            << "; want " << bar << ": " << advice);
-  CHECK(r >= bar);
-}
-
 // The speed bars, each a ratio to a kernel timed interleaved in the same process, at 2
 // blocks per SM and no compute (copy-bound, occupancy limited: where the lesson shows).
 // Five runs each side (build/tests/test_ch07_solution "[.measure]"), 2026-11-23. The H100
@@ -273,22 +234,46 @@ constexpr double kPipelineOverReadOnly = 0.55;
 //   memory leaves the 4-byte loop time to issue).
 constexpr double kFastOverPipeline = 1.06;
 
+// The array every speed bar times, large_array_bytes() of it (its words do not matter),
+// with the partials of a grid of `per_sm` blocks per SM.
+struct TimedArray {
+  std::size_t n = cml::test::large_array_bytes() / sizeof(Word);
+  int blocks;
+  cml::DeviceBuffer<Word> in{n};
+  cml::DeviceBuffer<Word> partial;
+  explicit TimedArray(int per_sm)
+      : blocks(per_sm * cml::test::device().sm_count), partial(static_cast<std::size_t>(blocks)) {
+    CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
+    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  }
+  Job job(int stages) const { return ch07::make_job(in.data(), n, partial.data(), blocks, 0, stages); }
+};
+
+// A speed bar at 2 blocks per SM, no compute: fn at 3 stages reaches at least `bar` of
+// base's speed (at base_stages), or the message with both times and what to change.
+void check_speed(SumFn fn, const char* name, SumFn base, int base_stages, const char* base_name, double bar,
+                 const char* advice) {
+  CML_NEED_SM80();
+  const TimedArray t(2);
+  const Job a = t.job(3), b = t.job(base_stages);
+  const auto st = cml::test::time_together({[&](cudaStream_t x) { base(b, x); }, [&](cudaStream_t x) { fn(a, x); }});
+  cml::test::check_bar(st[0], st[1], bar, std::string(name) + " at 3 stages, 2 blocks per SM, no compute", base_name,
+                       std::string(": ") + advice);
+}
+
 }  // namespace
 
 // Not a test: what the sanitizer tests run. CML_TARGET=<tool>:<kernel> runs that learner
 // kernel once on 3 tiles + 6 words (7 tiles + 3 words for the fast path's ragged end) on
 // 2 blocks, 3 stages, in buffers of exactly that size.
 TEST_CASE("sanitizer target: one learner kernel on a small ragged array", "[.target]") {
-  const char* what = std::getenv("CML_TARGET");
-  if (what == nullptr) return;
-  const std::string target(what);
-  const auto colon = target.find(':');
-  const std::string kernel = colon == std::string::npos ? target : target.substr(colon + 1);
+  const auto kernel = cml::test::target_name();
+  if (!kernel) return;
   for (const auto& v : ch07::variants()) {
-    if (kernel != v.kernel || (v.fixed_stages == 1)) continue;
+    if (*kernel != v.kernel || (v.fixed_stages == 1)) continue;
     const std::size_t n = v.step == 4 ? 7 * ch07::kTileWords + 3 : 3 * ch07::kTileWords + 6;
     const std::string err = sums_error(v.fn, n, 2, 0, 3);
-    if (!err.empty()) std::printf("%s: %s\n", kernel.c_str(), err.c_str());
+    if (!err.empty()) std::printf("%s: %s\n", kernel->c_str(), err.c_str());
     return;
   }
 }
@@ -394,19 +379,13 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
   std::printf("device %s\n", d.name.c_str());
   for (int run = 0; run < 5; ++run) {
     for (const int per_sm : {2}) {
-      const std::size_t n = large_words();
-      const int blocks = per_sm * d.sm_count;
-      cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
-      CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
-      CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-      Job j = ch07::make_job(in.data(), n, partial.data(), blocks, 0, 1);
+      const TimedArray t(per_sm);
       const auto with = [&](SumFn fn, int stages) {
-        return [fn, stages, j](cudaStream_t x) mutable { j.stages = stages; fn(j, x); };
+        return [fn, j = t.job(stages)](cudaStream_t x) { fn(j, x); };
       };
-      cml::Stream s;
-      const auto st = cml::time_interleaved({with(ch07::sum_read_only, 1), with(ch07::sum_sync, 1),
-                                             with(ch07::sum_pipeline, 1), with(ch07::sum_pipeline, 3),
-                                             with(ch07::sum_fast, 3)}, s, {2, 10});
+      const auto st = cml::test::time_together({with(ch07::sum_read_only, 1), with(ch07::sum_sync, 1),
+                                                with(ch07::sum_pipeline, 1), with(ch07::sum_pipeline, 3),
+                                                with(ch07::sum_fast, 3)});
       std::printf("run %d, %d blocks per SM: pipeline 3 stages over 1 %s (bar %.2f); over sync %s, 1 stage over "
                   "sync %s (bar %.2f); of read-only: pipeline %s, 1 stage %s (bar %.2f), fast %s; fast over pipeline %s (bar %.2f)\n",
                   run, per_sm, cml::ratio_text(st[2], st[3]).c_str(), kStagesOverOne,

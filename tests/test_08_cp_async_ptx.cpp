@@ -22,6 +22,8 @@
 #include "gpu.hpp"
 #include "kernel_sass.hpp"
 #include "sanitizer_target.hpp"
+#include "speed_bar.hpp"
+#include "target_case.hpp"
 #include "harness.hpp"
 
 #include "cml/buffers.hpp"
@@ -302,6 +304,14 @@ void check_stage_range(SumFn fn, const char* name) {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// What the header promises of every 1D pipeline (steps 2-4): its sums, one kernel on the
+// stream it is given, and the stage counts it refuses.
+void check_pipeline(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
+  check_sums(fn, name, advice, step);
+  check_enqueues_only(fn, name);
+  check_stage_range(fn, name);
+}
+
 // ---- SASS -------------------------------------------------------------------------------
 
 // The executable's SASS: parsed (cml::sass), and as cuobjdump printed it, for operands.
@@ -372,6 +382,16 @@ std::vector<int> wait_counts(const cml::sass::Function& f) {
   return out;
 }
 
+// Each opcode somewhere in the kernel's SASS, or the failure "<kernel> has no <opcode><why>
+// (<step>; ./lab hint 08)": the instructions a step's mechanism cannot do without.
+void check_has_opcodes(const cml::sass::Function& f, const std::string& kernel,
+                       const std::vector<std::pair<const char*, const char*>>& opcodes, const char* step) {
+  for (const auto& [opcode, why] : opcodes) {
+    INFO(kernel << " has no " << opcode << why << " (" << step << "; ./lab hint 08)");
+    CHECK(cml::sass::count(f, opcode) > 0);
+  }
+}
+
 // The checks every kernel of steps 2-3 shares: asynchronous copies, none through registers,
 // groups committed, and the wait count of a pipeline of `stages`.
 void check_pipeline_sass(const std::string& kernel, int stages, const char* step) {
@@ -423,15 +443,6 @@ void check_pipeline_sass(const std::string& kernel, int stages, const char* step
 
 // ---- Speed ----------------------------------------------------------------------------------
 
-// An array of 8x the L2 or more (at least 256 MiB), within what is free.
-std::size_t large_words() {
-  const auto& d = cml::test::device();
-  std::size_t bytes = std::size_t{256} << 20;
-  while (bytes < 8 * d.l2_bytes) bytes *= 2;
-  while (2 * bytes > d.free_bytes && bytes > (std::size_t{64} << 20)) bytes /= 2;
-  return bytes / sizeof(Word);
-}
-
 using Timed = std::function<void(const Word* in, std::size_t n, Word* partial, int blocks, cudaStream_t)>;
 
 Timed timed_1d(SumFn fn, int stages) {
@@ -455,14 +466,23 @@ Timed timed_tma(int stages) {
 // interleaved: their Stats in order.
 std::vector<cml::Stats> time_all(const std::vector<Timed>& fns, int per_sm) {
   const auto& d = cml::test::device();
-  const std::size_t n = large_words() / 8192 * 8192;
+  const std::size_t n = cml::test::large_array_bytes() / sizeof(Word) / 8192 * 8192;
   const int blocks = per_sm * d.sm_count;
   cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
   CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
   std::vector<cml::Work> work;
   for (const auto& f : fns) work.push_back([&, f](cudaStream_t s) { f(in.data(), n, partial.data(), blocks, s); });
-  cml::Stream s;
-  return cml::time_interleaved(work, s, {2, 10});
+  return cml::test::time_together(work);
+}
+
+// A step's speed bar, at 3 stages, `per_sm` blocks per SM and no compute: `fn` (named
+// `name`) reaches `bar` of `base`'s speed; `then` follows the bar in the message.
+void check_speed(const char* name, const Timed& fn, const char* base_name, const Timed& base, int per_sm, double bar,
+                 const std::string& then, const char* step) {
+  const auto st = time_all({base, fn}, per_sm);
+  cml::test::check_bar(st[0], st[1], bar,
+                       std::string(name) + " at 3 stages, " + std::to_string(per_sm) + " blocks per SM, no compute",
+                       base_name, then + " (" + step + "; ./lab hint 08)");
 }
 
 // The speed bars: each a ratio to a kernel timed interleaved in the same process, in the
@@ -492,12 +512,7 @@ constexpr double kTmaStagesOverOne = 1.3;
 // reverse (the experiment's barrier reading), pipeline (3 tiles + 6 words, 2 blocks,
 // 3 stages), fast and bulk (7 tiles + 3 words), tma (a 9 x 257 matrix, pitch 260).
 TEST_CASE("sanitizer target: one learner kernel on a small ragged input", "[.target]") {
-  const char* what = std::getenv("CML_TARGET");
-  if (what == nullptr) return;
-  std::string target(what);
-  if (const auto colon = target.find(':'); colon != std::string::npos) {
-    target = target.substr(colon + 1);
-  }
+  const std::string target = cml::test::target_name().value_or("");  // "": a normal run, nothing to launch
   std::string err;
   if (target == "copy") {
     err = copy_error(ch08::copy_kinds().back(), 5 * ch08::kTileWords + 6, 2);
@@ -694,9 +709,7 @@ TEST_CASE("step 1: the tile copy and the experiment read no shared word before i
 TEST_CASE("step 2: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it",
           "[ch08][step2][correctness]") {
   CML_NEED_SM80();
-  check_sums(ch08::sum_pipeline, "sum_pipeline", step2_advice, "step 2");
-  check_enqueues_only(ch08::sum_pipeline, "sum_pipeline");
-  check_stage_range(ch08::sum_pipeline, "sum_pipeline");
+  check_pipeline(ch08::sum_pipeline, "sum_pipeline", step2_advice, "step 2");
 }
 
 TEST_CASE("step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and waits with cp.async.wait_group S - 1 (SASS)",
@@ -716,11 +729,11 @@ TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copi
 
 TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 stage", "[ch08][step2][perf]") {
   CML_NEED_SM80();
-  const auto st = time_all({timed_1d(ch08::sum_pipeline, 1), timed_1d(ch08::sum_pipeline, 3)}, 2);
-  INFO("sum_pipeline at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of itself at 1 "
-       "stage; want " << kStagesOverOne << ": with 3 stages the next 2 tiles' copies are in flight while the block "
-       "computes — commit them before waiting, and wait for all but the newest 2 groups (step 2; ./lab hint 08)");
-  CHECK(st[0].median_ms / st[1].median_ms >= kStagesOverOne);
+  check_speed("sum_pipeline", timed_1d(ch08::sum_pipeline, 3), "itself at 1 stage", timed_1d(ch08::sum_pipeline, 1), 2,
+              kStagesOverOne,
+              ": with 3 stages the next 2 tiles' copies are in flight while the block computes — commit them before "
+              "waiting, and wait for all but the newest 2 groups",
+              "step 2");
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
@@ -728,9 +741,7 @@ TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 sta
 TEST_CASE("step 3: sum_fast computes every block's sum at every stage count, n not a multiple of 4",
           "[ch08][step3][correctness]") {
   CML_NEED_SM80();
-  check_sums(ch08::sum_fast, "sum_fast", step3_advice, "step 3");
-  check_enqueues_only(ch08::sum_fast, "sum_fast");
-  check_stage_range(ch08::sum_fast, "sum_fast");
+  check_pipeline(ch08::sum_fast, "sum_fast", step3_advice, "step 3");
 }
 
 TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only, the tail zero-filled (SASS)",
@@ -768,11 +779,8 @@ TEST_CASE("step 3: sum_fast_kernel reads no stage before its copies landed (race
 
 TEST_CASE("step 3: copy-bound, 16-byte copies beat step 2's 4-byte ones by kFastOverPipeline", "[ch08][step3][perf]") {
   CML_NEED_SM80();
-  const auto st = time_all({timed_1d(ch08::sum_pipeline, 3), timed_1d(ch08::sum_fast, 3)}, 4);
-  INFO("sum_fast at 3 stages, 4 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of sum_pipeline's "
-       "speed; want " << kFastOverPipeline << ": one 16-byte copy per thread per tile instead of four 4-byte ones "
-       "(step 3; ./lab hint 08)");
-  CHECK(st[0].median_ms / st[1].median_ms >= kFastOverPipeline);
+  check_speed("sum_fast", timed_1d(ch08::sum_fast, 3), "sum_pipeline's speed", timed_1d(ch08::sum_pipeline, 3), 4,
+              kFastOverPipeline, ": one 16-byte copy per thread per tile instead of four 4-byte ones", "step 3");
 }
 
 // ---- Step 4 -----------------------------------------------------------------------------
@@ -780,28 +788,21 @@ TEST_CASE("step 3: copy-bound, 16-byte copies beat step 2's 4-byte ones by kFast
 TEST_CASE("step 4: sum_bulk computes every block's sum at every stage count, n not a multiple of 4 (sm_90)",
           "[ch08][step4][correctness]") {
   CML_NEED_SM90();
-  check_sums(ch08::sum_bulk, "sum_bulk", step4_advice, "step 4");
-  check_enqueues_only(ch08::sum_bulk, "sum_bulk");
-  check_stage_range(ch08::sum_bulk, "sum_bulk");
+  check_pipeline(ch08::sum_bulk, "sum_bulk", step4_advice, "step 4");
 }
 
 TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing on an mbarrier (SASS)",
           "[ch08][step4][mechanism]") {
   CML_NEED_SM90();
   CML_KERNEL_SASS(f, "ch08::sum_bulk_kernel<3>");
-  {
-    INFO("ch08::sum_bulk_kernel<3> has no UBLKCP.S.G (cp.async.bulk global -> shared): the tiles do not move by bulk "
-         "copies — one thread issues one per tile with ptx.cuh's bulk_copy_to_shared (step 4; ./lab hint 08)");
-    CHECK(cml::sass::count(*f, "UBLKCP.S.G") > 0);
-  }
-  {
-    INFO("ch08::sum_bulk_kernel<3> has no SYNCS.ARRIVE.TRANS64 (mbarrier.arrive.expect_tx): no phase expects the "
-         "copies' bytes, so nothing ties the barrier to the copy (step 4; ./lab hint 08)");
-    CHECK(cml::sass::count(*f, "SYNCS.ARRIVE.TRANS64") > 0);
-  }
-  INFO("ch08::sum_bulk_kernel<3> has no SYNCS.PHASECHK (mbarrier.try_wait.parity): nobody waits for a phase — call "
-       "ptx.cuh's wait_phase before computing on a stage (step 4; ./lab hint 08)");
-  CHECK(cml::sass::count(*f, "SYNCS.PHASECHK") > 0);
+  check_has_opcodes(*f, "ch08::sum_bulk_kernel<3>",
+                    {{"UBLKCP.S.G", " (cp.async.bulk global -> shared): the tiles do not move by bulk copies — one "
+                                    "thread issues one per tile with ptx.cuh's bulk_copy_to_shared"},
+                     {"SYNCS.ARRIVE.TRANS64", " (mbarrier.arrive.expect_tx): no phase expects the copies' bytes, so "
+                                              "nothing ties the barrier to the copy"},
+                     {"SYNCS.PHASECHK", " (mbarrier.try_wait.parity): nobody waits for a phase — call ptx.cuh's "
+                                        "wait_phase before computing on a stage"}},
+                    "step 4");
 }
 
 TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memcheck)", "[ch08][step4][mechanism]") {
@@ -822,11 +823,8 @@ TEST_CASE("step 4: sum_bulk_kernel reads no stage before its phase completed (ra
 
 TEST_CASE("step 4: 3 stages of bulk copies overlap: kBulkStagesOverOne of 1 stage", "[ch08][step4][perf]") {
   CML_NEED_SM90();
-  const auto st = time_all({timed_1d(ch08::sum_bulk, 1), timed_1d(ch08::sum_bulk, 3)}, 2);
-  INFO("sum_bulk at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of itself at 1 "
-       "stage; want " << kBulkStagesOverOne << ": thread 0 starts tile k + stages - 1 before the block waits for tile k "
-       "(step 4; ./lab hint 08)");
-  CHECK(st[0].median_ms / st[1].median_ms >= kBulkStagesOverOne);
+  check_speed("sum_bulk", timed_1d(ch08::sum_bulk, 3), "itself at 1 stage", timed_1d(ch08::sum_bulk, 1), 2,
+              kBulkStagesOverOne, ": thread 0 starts tile k + stages - 1 before the block waits for tile k", "step 4");
 }
 
 // ---- Step 5 -----------------------------------------------------------------------------
@@ -856,18 +854,12 @@ TEST_CASE("step 5: sum_tma_kernel loads each box with one 2D TMA copy completing
           "[ch08][step5][mechanism]") {
   CML_NEED_SM90();
   CML_KERNEL_SASS(f, "ch08::sum_tma_kernel<3>");
-  {
-    INFO("ch08::sum_tma_kernel<3> has no UTMALDG.2D (cp.async.bulk.tensor.2d): the boxes do not come through the "
-         "tensor memory accelerator — ptx.cuh's tensor_load_2d with &map (step 5; ./lab hint 08)");
-    CHECK(cml::sass::count(*f, "UTMALDG.2D") > 0);
-  }
-  {
-    INFO("ch08::sum_tma_kernel<3> has no SYNCS.ARRIVE.TRANS64 (mbarrier.arrive.expect_tx): no phase expects the box's "
-         "bytes (step 5; ./lab hint 08)");
-    CHECK(cml::sass::count(*f, "SYNCS.ARRIVE.TRANS64") > 0);
-  }
-  INFO("ch08::sum_tma_kernel<3> has no SYNCS.PHASECHK: nobody waits for a phase (step 5; ./lab hint 08)");
-  CHECK(cml::sass::count(*f, "SYNCS.PHASECHK") > 0);
+  check_has_opcodes(*f, "ch08::sum_tma_kernel<3>",
+                    {{"UTMALDG.2D", " (cp.async.bulk.tensor.2d): the boxes do not come through the tensor memory "
+                                    "accelerator — ptx.cuh's tensor_load_2d with &map"},
+                     {"SYNCS.ARRIVE.TRANS64", " (mbarrier.arrive.expect_tx): no phase expects the box's bytes"},
+                     {"SYNCS.PHASECHK", ": nobody waits for a phase"}},
+                    "step 5");
 }
 
 TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (racecheck)", "[ch08][step5][mechanism]") {
@@ -878,10 +870,7 @@ TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (rac
 
 TEST_CASE("step 5: 3 stages of TMA loads overlap: kTmaStagesOverOne of 1 stage", "[ch08][step5][perf]") {
   CML_NEED_SM90();
-  const auto st = time_all({timed_tma(1), timed_tma(3)}, 2);
-  INFO("sum_tma at 3 stages, 2 blocks per SM, no compute: " << cml::ratio_text(st[0], st[1]) << " of itself at 1 "
-       "stage; want " << kTmaStagesOverOne << " (step 5; ./lab hint 08)");
-  CHECK(st[0].median_ms / st[1].median_ms >= kTmaStagesOverOne);
+  check_speed("sum_tma", timed_tma(3), "itself at 1 stage", timed_tma(1), 2, kTmaStagesOverOne, "", "step 5");
 }
 
 // ---- Provided -----------------------------------------------------------------------------
