@@ -17,6 +17,7 @@ tests/support/supervisor.hpp) and the other steps must still report. Needs a GPU
     python3 tools/mutants.py 04               # one chapter's (02, 2 or 02_streams)
     python3 tools/mutants.py 04 --only hang   # the mutants of chapter 04 whose name has "hang"
     python3 tools/mutants.py --list           # what there is, without building anything
+    python3 tools/mutants.py 08 --shard 2/3   # the 2nd, 5th, 8th... of chapter 08's (three copies share them)
 """
 import argparse
 import os
@@ -213,6 +214,9 @@ def parse_args(argv):
                    help="chapters to check: 04, 4 or 04_coalescing (default: every chapter with mutants)")
     p.add_argument("--only", metavar="TEXT", help="only the mutants whose name contains TEXT")
     p.add_argument("--list", action="store_true", help="list the mutants and exit; builds nothing")
+    p.add_argument("--shard", metavar="K/N",
+                   help="only every N-th mutant of the plan, from the K-th (1 <= K <= N): N copies of "
+                        "the checkout, each with its own build-mutants/, share the work")
     p.add_argument("--case-timeout", type=float, default=60, metavar="S",
                    help="the watchdog's limit per test case, CML_CASE_TIMEOUT (default: 60)")
     p.add_argument("--run-timeout", type=float, default=1800, metavar="S",
@@ -227,12 +231,19 @@ def parse_args(argv):
     args.chosen = chosen or sorted(MUTANTS)
     if args.case_timeout <= 0 or args.run_timeout <= 0:
         p.error("time limits must be above 0 seconds")
+    args.shard_k, args.shard_n = 1, 1
+    if args.shard is not None:
+        m = re.fullmatch(r"(\d+)/(\d+)", args.shard)
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            p.error(f"--shard wants K/N with 1 <= K <= N (e.g. 2/3), not {args.shard!r}")
+        args.shard_k, args.shard_n = int(m.group(1)), int(m.group(2))
     return args
 
 
 def main(argv):
     args = parse_args(argv)
     plan = [(c, m) for c in args.chosen for m in MUTANTS[c] if not args.only or args.only in m.name]
+    plan = plan[args.shard_k - 1::args.shard_n]
     if not plan:
         print("no mutant matches", file=sys.stderr)
         return 2
