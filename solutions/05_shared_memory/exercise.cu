@@ -160,10 +160,14 @@ __global__ void transpose_wide_kernel(const float4* __restrict__ in, float4* __r
   // contiguous bytes of one row of `out`; b picks the tile's float4 column.
   const int a = t % kWideVecs, b = t / kWideVecs;
   if (row0 + 4 * a >= rows || col0 + 4 * b >= cols) return;  // rows, cols: multiples of 4
-  const float4 v0 = tile[4 * a + 0][wide_column(4 * a + 0, b)];
-  const float4 v1 = tile[4 * a + 1][wide_column(4 * a + 1, b)];
-  const float4 v2 = tile[4 * a + 2][wide_column(4 * a + 2, b)];
-  const float4 v3 = tile[4 * a + 3][wide_column(4 * a + 3, b)];
+  // Rows 4a .. 4a + 3 share their swizzle ((row / 4) % 8 is a for all four): one column
+  // for the four loads, which then differ by whole rows, constant offsets of one address.
+  // Asked per row, the compiler cannot see that and computes four addresses.
+  const int c = wide_column(4 * a, b);
+  const float4 v0 = tile[4 * a + 0][c];
+  const float4 v1 = tile[4 * a + 1][c];
+  const float4 v2 = tile[4 * a + 2][c];
+  const float4 v3 = tile[4 * a + 3][c];
   // Column k of the 4 x 4 block is row k of its transpose.
   const std::size_t o = static_cast<std::size_t>(col0 + 4 * b) * vecs_out + (row0 / 4 + a);
   out[o] = make_float4(v0.x, v1.x, v2.x, v3.x);
