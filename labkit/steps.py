@@ -1,8 +1,8 @@
 """A chapter's steps, written once: the README's step table (step K, its goal, its
 functions) is the reference; the exercise's `TODO(K):` marks, the hints' `## Step K`
-headings and the tests' `[stepK]` tags must agree with it. `./lab hint` and `./lab check`
-take the steps' goals from the table; tests/cpu/check_steps.py fails when the four
-disagree."""
+headings and the tests' `[stepK]` tags must agree with it, and the speed bars it names
+(`kName` = value) with the tests' constants. `./lab hint` and `./lab check` take the steps'
+goals from the table; tests/cpu/check_steps.py fails when they disagree."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ from .source import functions_by_step
 
 _CODE_NAME = re.compile(r"`([A-Za-z_]\w*)(?:\(\))?`")
 _TEST_TAG = re.compile(r"\[step(\d+)\]")
+# A speed bar is a named constant of the chapter's tests; the README names it with its value,
+# `kName` = 0.88, and the two must agree (they drifted while the bars were being measured).
+_README_BAR = re.compile(r"`(k[A-Z]\w*)` = ([0-9]+(?:\.[0-9]+)?)")
+_TEST_BAR = re.compile(r"constexpr\s+double\s+(k[A-Z]\w*)\s*=\s*([0-9]+(?:\.[0-9]+)?)\s*;")
 
 
 @dataclass
@@ -77,6 +81,19 @@ def step_goals(ch: Chapter) -> dict[int, str]:
     return {k: row.goal for k, row in readme_steps(_read(ch.readme)).items()}
 
 
+def bar_disagreements(readme_text: str, test_text: str, test_name: str) -> list[str]:
+    """Each `kName` = value of the README against the `constexpr double kName = value;` of the
+    chapter's tests, one sentence per difference."""
+    bars = {name: float(value) for name, value in _TEST_BAR.findall(test_text)}
+    problems = []
+    for name, value in _README_BAR.findall(readme_text):
+        if name not in bars:
+            problems.append(f"README names the bar {name}, which {test_name} does not define")
+        elif float(value) != bars[name]:
+            problems.append(f"README says {name} = {value}; {test_name} sets it to {bars[name]:g}")
+    return problems
+
+
 def _names(steps) -> str:
     """'1, 2, 3' (or 'none')."""
     return ", ".join(str(k) for k in sorted(steps)) or "none"
@@ -105,4 +122,4 @@ def disagreements(ch: Chapter) -> list[str]:
         if k in todo and sorted(row.functions) != sorted(marked):
             problems.append(f"README's step {k} lists functions {', '.join(row.functions) or 'none'}; "
                             f"exercise.cu's TODO({k}) marks {', '.join(marked)}")
-    return problems
+    return problems + bar_disagreements(_read(ch.readme), _read(ch.tests), ch.tests.name)

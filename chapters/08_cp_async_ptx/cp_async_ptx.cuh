@@ -83,8 +83,9 @@ void copy_tiles(int bytes, Cache cache, const Word* in, std::size_t n, Word* out
 //   own                 b[t] = shared[t]: what the thread itself copied — no barrier needed;
 //   neighbour_synced    b[t] = shared[(t + 32) % threads] after a __syncthreads: another
 //                       warp's element, made visible by the barrier;
-//   neighbour_racy      the same read with no barrier: wrong (racecheck reports it), shown
-//                       only so the program can demonstrate it. Kernel: reverse_kernel.
+//   neighbour_racy      the same read with no barrier: wrong (a race: racecheck is the tool
+//                       that looks for it), shown only so the program can demonstrate it.
+//                       Kernel: reverse_kernel.
 enum class Reverse { own, neighbour_synced, neighbour_racy };
 void reverse_warp(Reverse how, const int* a, int* b, int threads, cudaStream_t stream);
 

@@ -121,7 +121,7 @@ bool reverse_mode(Context& c) {
       ok &= cml::report(v, r.what);
     } else {
       std::printf("%s: %s in this run — a race may still give the right numbers; wait_group covers the calling "
-                  "thread's copies only, and compute-sanitizer --tool racecheck reports this read (docs/08)\n",
+                  "thread's copies only; compute-sanitizer --tool racecheck is the tool that looks for such reads (docs/08)\n",
                   r.what, v.ok ? "right" : "wrong");
     }
   }

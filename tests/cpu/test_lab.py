@@ -828,6 +828,15 @@ More text.
                 problems = steps.disagreements(self.make_chapter(**kw))
                 self.assertTrue(any(expected in p for p in problems), problems)
 
+    def test_readme_bars_must_match_the_tests_constants(self):
+        readme = "| 1 | x | `f` | at least `kFastBar` = 1.2 and `kGone` = 2 |\n"
+        tests = "constexpr double kFastBar = 1.25;\n"
+        problems = steps.bar_disagreements(readme, tests, "test_01.cpp")
+        self.assertEqual(problems, ["README says kFastBar = 1.2; test_01.cpp sets it to 1.25",
+                                    "README names the bar kGone, which test_01.cpp does not define"])
+        self.assertEqual(steps.bar_disagreements(readme.replace("1.2 ", "1.25 ").replace(" and `kGone` = 2", ""),
+                                                 tests, "test_01.cpp"), [])
+
     def test_the_real_chapters_agree(self):
         for ch in chapters.load_chapters(REPO):
             if ch.folder.is_dir():
