@@ -18,6 +18,7 @@ tests/support/supervisor.hpp) and the other steps must still report. Needs a GPU
     python3 tools/mutants.py 04 --only hang   # the mutants of chapter 04 whose name has "hang"
     python3 tools/mutants.py --list           # what there is, without building anything
     python3 tools/mutants.py 08 --shard 2/3   # the 2nd, 5th, 8th... of chapter 08's (three copies share them)
+    python3 tools/mutants.py --jobs 8         # every mutant, eight shards at once (build-mutants-1..8/)
 """
 import argparse
 import os
@@ -26,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -217,6 +219,10 @@ def parse_args(argv):
     p.add_argument("--shard", metavar="K/N",
                    help="only every N-th mutant of the plan, from the K-th (1 <= K <= N): N copies of "
                         "the checkout, each with its own build-mutants/, share the work")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="run the plan as N shards at once, each in its own build-mutants-K/ (N copies "
+                        "and N builds; the shards' tests share the GPU, so speed bars are timed under load)")
+    p.add_argument("--work", default="build-mutants", help=argparse.SUPPRESS)  # a shard's folder
     p.add_argument("--case-timeout", type=float, default=60, metavar="S",
                    help="the watchdog's limit per test case, CML_CASE_TIMEOUT (default: 60)")
     p.add_argument("--run-timeout", type=float, default=1800, metavar="S",
@@ -237,23 +243,74 @@ def parse_args(argv):
         if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
             p.error(f"--shard wants K/N with 1 <= K <= N (e.g. 2/3), not {args.shard!r}")
         args.shard_k, args.shard_n = int(m.group(1)), int(m.group(2))
+    if args.jobs < 1:
+        p.error("--jobs wants 1 or more")
+    if args.jobs > 1 and args.shard is not None:
+        p.error("--jobs makes its own shards: give one or the other")
     return args
 
 
+def run_jobs(args):
+    """--jobs N: this script N times at once, shard K/N in build-mutants-K/, their lines
+    passed through as they come; exit as the worst shard's (2 error, 1 missed, 77 skipped)."""
+    base = [sys.executable, str(Path(__file__).resolve()), *args.chosen,
+            "--case-timeout", str(args.case_timeout), "--run-timeout", str(args.run_timeout)]
+    if args.only:
+        base += ["--only", args.only]
+    env = dict(os.environ, CML_MUTANTS_SET_UP="1")  # ./lab setup ran once, here
+    children = [subprocess.Popen(base + ["--shard", f"{k}/{args.jobs}", "--work", f"build-mutants-{k}"],
+                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for k in range(1, args.jobs + 1)]
+    lock = threading.Lock()
+
+    def relay(k, child):
+        for line in child.stdout:
+            if line.strip() in ("all mutants caught", "") or line.startswith("building the mutants"):
+                continue   # said once below
+            with lock:
+                print(f"[{k}] {line}", end="", flush=True)
+
+    threads = [threading.Thread(target=relay, args=(k, c)) for k, c in enumerate(children, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = [c.wait() for c in children]
+    worst = next((code for code in (2, 1, 77) if code in codes), 0)
+    if any(code not in (0, 1, 2, 77) for code in codes):
+        worst = 2
+    print({0: "all mutants caught", 1: "some mutants not caught (lines above)",
+           77: "some mutants skipped (no GPU, or a feature it lacks), the others caught"}.get(
+               worst, f"a shard failed to run (exit codes {codes})"))
+    return worst
+
+
 def main(argv):
+    global WORK, COPY, BUILD
     args = parse_args(argv)
+    WORK = ROOT / args.work
+    COPY, BUILD = WORK / "src", WORK / "build"
     plan = [(c, m) for c in args.chosen for m in MUTANTS[c] if not args.only or args.only in m.name]
-    plan = plan[args.shard_k - 1::args.shard_n]
     if not plan:
         print("no mutant matches", file=sys.stderr)
         return 2
+    plan = plan[args.shard_k - 1::args.shard_n]
+    if not plan:
+        return 0   # a shard with nothing left to do
+    if args.jobs > 1 and not args.list:
+        setup = run([str(ROOT / "lab"), "setup"])
+        if setup.returncode != 0:
+            print(f"./lab setup failed:\n{setup.stdout}{setup.stderr}", file=sys.stderr)
+            return 2
+        return run_jobs(args)
     if args.list:
         for chapter, m in plan:
             kind = ("the build" if m.compile_error else
                     "whole executable, watchdog" if m.whole else "its step's tests")
             print(f"ch{chapter[:2]} {m.tag:<22} {m.name}  ({kind}; expects {m.expect!r})")
         return 0
-    setup = run([str(ROOT / "lab"), "setup"])  # installs Meson and Ninja on a fresh machine
+    setup = run(["true"] if os.environ.get("CML_MUTANTS_SET_UP") else
+                [str(ROOT / "lab"), "setup"])  # installs Meson and Ninja on a fresh machine
     if setup.returncode != 0:
         print(f"./lab setup failed:\n{setup.stdout}{setup.stderr}", file=sys.stderr)
         return 2
