@@ -4,6 +4,7 @@ cuobjdump is present), and the steps that need a GPU named, with the reason: exi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from .terminal import paint, say
 from .toolchain import Toolchain
 
 SASS_SUITE = "learner_sass"     # tests/cpu/meson.build: the SASS checks of the learner's kernels
+_NAMED_STEP = re.compile(r"\(step (\d+)\)$")
 
 
 @dataclass
@@ -54,7 +56,9 @@ def learner_sass_checks(ch: Chapter, build: Path) -> list[SassCheck]:
     for t in meson_tests(build):
         if {SASS_SUITE, f"ch{ch.num}"} <= _suites(t) and len(t.get("cmd", [])) >= 4:
             kernel = t["cmd"][2]
-            checks.append(SassCheck(t.get("name", kernel), t["cmd"], kernel, step_of.get(kernel)))
+            named = _NAMED_STEP.search(t.get("name", ""))   # "... (step K)": a provided kernel
+            step = int(named.group(1)) if named else step_of.get(kernel.rstrip("<"))
+            checks.append(SassCheck(t.get("name", kernel), t["cmd"], kernel, step))
     return checks
 
 
