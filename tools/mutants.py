@@ -297,23 +297,19 @@ def main(argv):
     plan = plan[args.shard_k - 1::args.shard_n]
     if not plan:
         return 0   # a shard with nothing left to do
-    if args.jobs > 1 and not args.list:
-        setup = run([str(ROOT / "lab"), "setup"])
-        if setup.returncode != 0:
-            print(f"./lab setup failed:\n{setup.stdout}{setup.stderr}", file=sys.stderr)
-            return 2
-        return run_jobs(args)
     if args.list:
         for chapter, m in plan:
             kind = ("the build" if m.compile_error else
                     "whole executable, watchdog" if m.whole else "its step's tests")
             print(f"ch{chapter[:2]} {m.tag:<22} {m.name}  ({kind}; expects {m.expect!r})")
         return 0
-    setup = run(["true"] if os.environ.get("CML_MUTANTS_SET_UP") else
-                [str(ROOT / "lab"), "setup"])  # installs Meson and Ninja on a fresh machine
-    if setup.returncode != 0:
-        print(f"./lab setup failed:\n{setup.stdout}{setup.stderr}", file=sys.stderr)
-        return 2
+    if not os.environ.get("CML_MUTANTS_SET_UP"):   # a --jobs shard: its parent ran it
+        setup = run([str(ROOT / "lab"), "setup"])  # installs Meson and Ninja on a fresh machine
+        if setup.returncode != 0:
+            print(f"./lab setup failed:\n{setup.stdout}{setup.stderr}", file=sys.stderr)
+            return 2
+    if args.jobs > 1:
+        return run_jobs(args)
     meson = meson_program()
     print(f"building the mutants from a copy of the sources in {WORK.relative_to(ROOT)}/ "
           "(the first build takes a few minutes)", flush=True)

@@ -160,10 +160,11 @@ template <int Stages>
 __device__ __forceinline__ int next_stage(int slot) { return slot + 1 == Stages ? 0 : slot + 1; }
 
 // Chapter 07's pipeline, its bookkeeping by hand. The k-th tile of this block goes to stage
-// k % Stages, counted by `fill` (the next fetch's stage) and `use` (the next compute's). Every thread commits one group per tile slot, with or without copies in it
-// (past the last tile), so the count of groups is the same in every thread and "all but the
-// newest Stages - 1 groups have landed" (cp.async.wait_group Stages - 1) always means "tile
-// k has landed": when the block waits for tile k it has committed tiles k .. k + Stages - 1.
+// k % Stages, counted by `fill` (the next fetch's stage) and `use` (the next compute's).
+// Every thread commits one group per tile slot, with or without copies in it (past the last
+// tile), so the count of groups is the same in every thread and "all but the newest
+// Stages - 1 groups have landed" (cp.async.wait_group Stages - 1) always means "tile k has
+// landed": when the block waits for tile k it has committed tiles k .. k + Stages - 1.
 // wait_group 0 there would be correct and overlap nothing; more than Stages - 1 would let
 // the compute read a tile still in flight.
 template <int Stages, bool Fast>
