@@ -6,11 +6,19 @@
 #include "cml/sass.hpp"
 #include "cml/tools.hpp"
 
+#include <cstdlib>
 #include <string>
 
 #include <sys/wait.h>
 
 namespace cml::test {
+
+// The compute-sanitizer tool this whole executable runs under: tests/meson.build's
+// memcheck, racecheck and synccheck setups set CML_SANITIZER; "" in a plain run.
+inline std::string whole_run_sanitizer() {
+  const char* tool = std::getenv("CML_SANITIZER");
+  return tool ? tool : "";
+}
 
 // "" when `tool_name` (memcheck, racecheck, synccheck) found nothing; its report (cut)
 // otherwise. Sets why_not, and returns "", when the tool is missing or did not run.
