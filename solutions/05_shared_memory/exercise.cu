@@ -19,18 +19,50 @@ namespace {
 // each row within their group of 32 (a bijection: nothing is lost), and it sends element
 // `col` of 32 consecutive rows to 32 different banks.
 //
-// The tile is T x T floats with T = kSolutionTile (64), moved by the same 32 x 8 threads
-// as the starter's 32 x 32 tile: each thread moves T * T / 256 = 16 elements instead of 4.
-// Why: a transpose is limited by how many bytes each SM keeps in flight towards DRAM. With
-// 32 x 32 tiles a thread has 4 loads (16 bytes) outstanding before the barrier, and then
-// none while it writes; with 64 x 64 it has 16 (64 bytes), which HBM3's latency-bandwidth
-// product needs. Build with -DCH05_SOLUTION_TILE=32 for the classic tile (the slowest
-// correct solution the tests' speed bars must let through).
+// The tile is T x T floats, T = kSolutionTile, moved by 32 x 8 threads: T * T / 256
+// elements per thread (4 for the classic 32 x 32 tile, 16 for 64 x 64). Bigger tiles put
+// more loads in flight per thread but measured no faster: on the H200 (2026-11-24) the
+// 32 x 32 tile beat the 64 x 64 one at 8192^2 and 8191^2, once the blocks ran in the
+// order of tile_order below (docs/05_shared_memory.md, "Speed").
 #ifndef CH05_SOLUTION_TILE
-#define CH05_SOLUTION_TILE 64
+#define CH05_SOLUTION_TILE 32
 #endif
 constexpr int kSolutionTile = CH05_SOLUTION_TILE;
 static_assert(kSolutionTile % kTile == 0, "the tile is a multiple of 32 floats per side");
+
+// Which tile a block moves. The starter's tile_grid numbers blocks along the rows of `in`:
+// the blocks resident together read long runs of `in` and write 128-byte pieces of many
+// rows of `out`. Numbering them down the columns of tiles instead (block b takes tile row
+// b % tile_rows, tile column b / tile_rows) turns that around: blocks that run together
+// write long runs of `out`'s rows and read pieces of `in`. DRAM prefers the long runs on the
+// write side: padded 0.85 -> 0.92-0.96 of cudaMemcpy at 8192^2 on the H200. When rows are
+// not a multiple of 8 floats, the sector where two tiles meet in `out` is written half by
+// one block and half by its neighbour; neighbours in this order run together, so L2 merges
+// the halves before DRAM sees them (ncu: the row-order launch read 12 MB more DRAM at
+// 8191^2, rewriting partial sectors). Build with -DCH05_ROW_ORDER to get tile_grid's order.
+// A 1D grid: no 65535 limit on either side.
+struct TileOrigin {
+  int row0, col0;
+};
+__device__ __forceinline__ TileOrigin tile_origin(int rows, int side) {
+  const int tile_rows = (rows + side - 1) / side;
+#ifdef CH05_ROW_ORDER
+  (void)tile_rows;
+  return {static_cast<int>(blockIdx.y) * side, static_cast<int>(blockIdx.x) * side};
+#else
+  return {static_cast<int>(blockIdx.x % tile_rows) * side, static_cast<int>(blockIdx.x / tile_rows) * side};
+#endif
+}
+
+dim3 tiles_launch(int rows, int cols, int side) {
+  const unsigned tile_rows = static_cast<unsigned>((rows + side - 1) / side);
+  const unsigned tile_cols = static_cast<unsigned>((cols + side - 1) / side);
+#ifdef CH05_ROW_ORDER
+  return dim3(tile_cols, tile_rows);
+#else
+  return dim3(tile_rows * tile_cols);
+#endif
+}
 
 template <int T, int Pad, bool Swizzle>
 __device__ __forceinline__ int tile_index(int row, int col) {
@@ -44,7 +76,7 @@ __device__ __forceinline__ void transpose_tile(const float* __restrict__ in, flo
   constexpr int kRounds = T / kBlockRows;   // rows of a strip one thread moves
   __shared__ float tile[T * (T + Pad)];
   const int x = threadIdx.x, y = threadIdx.y;
-  const int row0 = blockIdx.y * T, col0 = blockIdx.x * T;
+  const auto [row0, col0] = tile_origin(rows, T);
   // Read: a warp (fixed y) takes 32 consecutive floats of one row of `in`. Every load is
   // issued before the first shared store, so all of a thread's loads are in flight at once.
   float v[kStrips][kRounds] = {};
@@ -79,16 +111,14 @@ __device__ __forceinline__ void transpose_tile(const float* __restrict__ in, flo
 }
 
 // 8 blocks of 256 threads fill an SM's 2048 threads only at 32 registers a thread or fewer
-// (65536 registers): without the bound nvcc gives the swizzled kernel 40, and an SM holds
-// 6 blocks, a quarter fewer loads in flight. (Step 4's kernel spills at 32: it keeps 40.)
+// (65536 registers): with 64 x 64 tiles nvcc gave the swizzled kernel 40 without the bound,
+// and an SM held 6 blocks. (Step 4's kernel spills at 32: it keeps 40.)
 constexpr int kBlocksPerSm = 8;
 
 template <typename Kernel>
 void launch_tiles(Kernel kernel, const float* in, float* out, int rows, int cols, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
-  const dim3 grid(static_cast<unsigned>((cols + kSolutionTile - 1) / kSolutionTile),
-                  static_cast<unsigned>((rows + kSolutionTile - 1) / kSolutionTile));
-  kernel<<<grid, dim3(kTile, kBlockRows), 0, stream>>>(in, out, rows, cols);
+  kernel<<<tiles_launch(rows, cols, kSolutionTile), dim3(kTile, kBlockRows), 0, stream>>>(in, out, rows, cols);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -147,7 +177,7 @@ __device__ __forceinline__ int wide_column(int row, int vec) { return vec ^ ((ro
 __global__ void transpose_wide_kernel(const float4* __restrict__ in, float4* __restrict__ out, int rows, int cols) {
   __shared__ float4 tile[kWideTile][kWideVecs];
   const int t = threadIdx.x;
-  const int row0 = blockIdx.y * kWideTile, col0 = blockIdx.x * kWideTile;
+  const auto [row0, col0] = tile_origin(rows, kWideTile);  // in the same order as steps 1-3
   const int vecs_in = cols / 4, vecs_out = rows / 4;  // float4 per row of in, of out
   // Read: 16 lanes cover one tile row (256 contiguous bytes), a warp two rows.
   for (int r = t / kWideVecs; r < kWideTile; r += kWideThreads / kWideVecs) {
@@ -180,8 +210,7 @@ void transpose_wide(const float* in, float* out, int rows, int cols, cudaStream_
   if (rows % 4 != 0 || cols % 4 != 0)
     throw std::invalid_argument("transpose_wide: rows and cols must be multiples of 4");
   if (rows <= 0 || cols <= 0) return;
-  const dim3 grid((cols + kWideTile - 1) / kWideTile, (rows + kWideTile - 1) / kWideTile);
-  transpose_wide_kernel<<<grid, kWideThreads, 0, stream>>>(reinterpret_cast<const float4*>(in),
+  transpose_wide_kernel<<<tiles_launch(rows, cols, kWideTile), kWideThreads, 0, stream>>>(reinterpret_cast<const float4*>(in),
                                                            reinterpret_cast<float4*>(out), rows, cols);
   CUDA_CHECK_LAUNCH();
 }
