@@ -210,7 +210,8 @@ void transpose_wide(const float* in, float* out, int rows, int cols, cudaStream_
   if (rows % 4 != 0 || cols % 4 != 0)
     throw std::invalid_argument("transpose_wide: rows and cols must be multiples of 4");
   if (rows <= 0 || cols <= 0) return;
-  transpose_wide_kernel<<<tiles_launch(rows, cols, kWideTile), kWideThreads, 0, stream>>>(reinterpret_cast<const float4*>(in),
+  const dim3 grid = tiles_launch(rows, cols, kWideTile);
+  transpose_wide_kernel<<<grid, kWideThreads, 0, stream>>>(reinterpret_cast<const float4*>(in),
                                                            reinterpret_cast<float4*>(out), rows, cols);
   CUDA_CHECK_LAUNCH();
 }
