@@ -244,11 +244,15 @@ constexpr double kTiledOverCopyTiles = 0.35;
 //   1.099-1.117; padded 1.146-1.173). Bar 0.85, mid-gap.
 constexpr double kPaddedOverCopyTiles = 0.85;
 constexpr double kSwizzledOverCopyTiles = 0.85;
-//   step 4: the solution 0.901-0.918 of cudaMemcpy on the H200 (0.91-0.92 on 2026-11-23,
-//   five runs) and 0.971-1.001 on the H100. The mistakes that speed shows, five runs each on
-//   the H200: the float4 tile unswizzled (8-way) 0.84-0.85, step 2's scalar padded tile
-//   called instead 0.84-0.87. Bar 0.88, mid-gap. A float4 tile padded by one float4 (4-way)
-//   ran 0.95-0.96, faster than the solution: the ncu test names that one, not speed.
+//   step 4: with the starter's row order of blocks, the solution ran 0.901-0.918 of
+//   cudaMemcpy on the H200 (0.91-0.92 on 2026-11-23, five runs) and 0.971-1.001 on the H100,
+//   the float4 tile unswizzled (8-way) 0.84-0.85 and step 2's scalar padded tile called
+//   instead 0.84-0.87 (H200): bar 0.88, mid-gap. With the solution's column order
+//   (2026-11-24, H200, five runs) the solution runs 0.93-0.95, but the same two mistakes
+//   0.87-0.89 and 0.89-0.90: they reach the bar, so on the H200 the SASS test (16-byte
+//   accesses) and the ncu test (no conflict) are what name them, not this one. A float4 tile
+//   padded by one float4 (4-way) runs faster than the solution (0.95-0.96, then 0.98-1.01):
+//   the ncu test names that one.
 constexpr double kWideOverMemcpy = 0.88;
 
 void memcpy_d2d(const float* in, float* out, int rows, int cols, cudaStream_t s) {
