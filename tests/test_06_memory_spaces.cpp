@@ -40,9 +40,10 @@ namespace {
 // step teaches, five runs each side (build/tests/test_ch06_solution "[.measure]" and the
 // program's tables; 2026-11-23). The gaps are wide, so the middle is geometric.
 //   step 1: fir_registers' speed over the ring buffer's (local memory). The solution 2.44 on
-//   the H100, 2.74-2.75 on the H200; the ring buffer itself 1.00 (the starter's code, and
-//   the mutant "the shift register's loop not unrolled", which puts the window back in a
-//   stack frame). Middle of 1.0 and 2.44: 1.56.
+//   the H100, 2.74-2.75 on the H200; the ring buffer itself 1.00 (the starter's code). The
+//   mutant "the shift register's loop not unrolled", which puts the window back in a stack
+//   frame, runs at 0.23-0.24 of the ring buffer's speed (H200, 2026-11-24). Middle of 1.0
+//   and 2.44: 1.56.
 constexpr double kRegistersOverRing = 1.55;
 //   step 2: mix_constant's speed over the divergent constant reads'. The solution 10.7-10.9
 //   on the H100, 14.9 on the H200; the fastest mistake, M through plain global loads, 1.54

@@ -32,7 +32,7 @@ bool spaces_table(Context& c) {
          kib(p.sharedMemPerBlock) + " per block (" + kib(p.sharedMemPerBlockOptin) + " opt-in), " +
              kib(p.sharedMemPerMultiprocessor) + " per SM; L1 + shared 256 KiB per SM on sm_90 [arch]"});
   t.row({"global", "device memory", "L2 (and L1 for loads)", "R/W", "all threads + host", "host allocation",
-         kib(p.totalGlobalMem / 1024) + "i (MiB), L2 " + kib(p.l2CacheSize)});
+         std::to_string(p.totalGlobalMem >> 20) + " MiB, L2 " + kib(p.l2CacheSize)});
   t.row({"constant", "device memory", "constant cache", "R", "all threads + host", "host allocation",
          kib(p.totalConstMem) + " (one address per warp per cycle: broadcast)"});
   t.row({"texture", "device memory", "L1/texture cache", "R", "all threads + host", "host allocation",
