@@ -150,6 +150,11 @@ def check_mutant(chapter, mutant, solution, meson, args):
     if text is None:
         print(f"ch{num} {mutant.name}: the solution no longer contains the text to mutate: {missing[:60]!r}")
         return False
+    # A mutant stands for a learner's file: without the solution's marker symbol, which the
+    # tests refuse in a learner's build (exercise_source.hpp) before they check anything
+    # else, except in the mutants that copy the solution to see that refusal.
+    if "contains the solution" not in mutant.expect:
+        text = re.sub(r'^extern "C" const int cml_ch\d+_solution_tu = 1;\n', "", text, flags=re.M)
     write_if_changed(COPY / "chapters" / chapter / "exercise.cu", text)
     build = subprocess.run([meson, "compile", "-C", str(BUILD), f"test_ch{num}_learner"],
                            capture_output=True, text=True)
