@@ -50,7 +50,7 @@ struct Kernel {
 };
 const std::vector<Kernel>& kernels() {
   static const std::vector<Kernel> k = {
-      {"copy_tiles (ceiling, not a transpose)", ch05::copy_tiles, false, Kernel::kNone},
+      {"copy_tiles (a tile-shaped copy, not a transpose)", ch05::copy_tiles, false, Kernel::kNone},
       {"transpose_naive", ch05::transpose_naive, false, Kernel::kNone},
       {"transpose_tiled (yours, step 1)", ch05::transpose_tiled, false, Kernel::kTileModel},
       {"transpose_padded (yours, step 2)", ch05::transpose_padded, false, Kernel::kTileModel},

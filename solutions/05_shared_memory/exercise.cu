@@ -35,11 +35,13 @@ static_assert(kSolutionTile % kTile == 0, "the tile is a multiple of 32 floats p
 // rows of `out`. Numbering them down the columns of tiles instead (block b takes tile row
 // b % tile_rows, tile column b / tile_rows) turns that around: blocks that run together
 // write long runs of `out`'s rows and read pieces of `in`. DRAM prefers the long runs on the
-// write side: padded 0.85 -> 0.92-0.96 of cudaMemcpy at 8192^2 on the H200. When rows are
+// write side, as we read the measurement: on the H200 the padded transpose went from
+// 0.87-0.88 of cudaMemcpy (row order) to 0.92-0.93 at 8192^2, five runs each. When rows are
 // not a multiple of 8 floats, the sector where two tiles meet in `out` is written half by
-// one block and half by its neighbour; neighbours in this order run together, so L2 merges
-// the halves before DRAM sees them (ncu: the row-order launch read 12 MB more DRAM at
-// 8191^2, rewriting partial sectors). Build with -DCH05_ROW_ORDER to get tile_grid's order.
+// one block and half by its neighbour; neighbours in this order run together, which is
+// consistent with what ncu counted for the 64 x 64 tile: 280 MB read from DRAM at 8191^2 in
+// row order, 272 MB in this order, 268 MB at 8192^2 (the extra reads: partial sectors
+// rewritten). Build with -DCH05_ROW_ORDER to get tile_grid's order.
 // A 1D grid: no 65535 limit on either side.
 struct TileOrigin {
   int row0, col0;
