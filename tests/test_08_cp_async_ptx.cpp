@@ -239,11 +239,6 @@ std::string step5_advice(const Failure& f) {
          step4_advice(f);
 }
 
-// Checks `run(case, compute, stages)` on every case at compute 0 and 3 and every stage
-// count, cases that end on a 16-byte piece (or whose boxes lie inside) first; stops at the
-// first failure, which it reports with the step's advice. Since it stops there, a ragged
-// case that fails comes after every round one passed, and stage counts below the failing
-// one passed on its case.
 std::size_t words_of(const ch07::Case& k) { return k.n; }
 std::size_t words_of(const ch08::MatrixCase& k) { return k.rows * k.cols; }
 
@@ -255,6 +250,11 @@ std::size_t words_of(const ch08::MatrixCase& k) { return k.rows * k.cols; }
 // stage count, empty inputs.
 constexpr std::size_t kRacecheckMaxWords = std::size_t{1} << 18;
 
+// Checks `run(case, compute, stages)` on every case at compute 0 and 3 and every stage
+// count, cases that end on a 16-byte piece (or whose boxes lie inside) first; stops at the
+// first failure, which it reports with the step's advice. Since it stops there, a ragged
+// case that fails comes after every round one passed, and stage counts below the failing
+// one passed on its case.
 template <class CaseT, class Run, class Ragged>
 void check_cases(const std::vector<CaseT>& cases, Run&& run, Ragged&& ragged, const char* what,
                  std::string (*advice)(const Failure&), const char* step) {

@@ -23,7 +23,7 @@ namespace {
 // elements per thread (4 for the classic 32 x 32 tile, 16 for 64 x 64). Bigger tiles put
 // more loads in flight per thread but measured no faster: on the H200 (2026-11-24) the
 // 32 x 32 tile beat the 64 x 64 one at 8192^2 and 8191^2, once the blocks ran in the
-// order of tile_order below (docs/05_shared_memory.md, "Speed").
+// order of tile_origin below (docs/05_shared_memory.md, "Speed").
 #ifndef CH05_SOLUTION_TILE
 #define CH05_SOLUTION_TILE 32
 #endif

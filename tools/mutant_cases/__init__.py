@@ -17,6 +17,7 @@ class Mutant:
     expect: str           # text the failure must contain
     whole: bool = False   # run every test case: the watchdog's mutants (the other steps must report)
     compile_error: bool = False  # caught when the build fails with `expect` (a static_assert's words)
+    keeps_marker: bool = False   # a copy of the solution: its marker symbol stays, for the tests to find
 
     @property
     def step(self):

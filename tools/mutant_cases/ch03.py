@@ -41,7 +41,7 @@ MUTANTS = [
     Mutant("exercise.cu is a copy of the solution",
            [("// Chapter 03 — unified memory with streams. The solution of\n",
              "// Chapter 03 — unified memory with streams. All my own work, honestly; see\n")],
-           "[step1]", "contains the solution"),
+           "[step1]", "contains the solution", keeps_marker=True),
     # Step 2: the attach.
     Mutant("attached for every stream",
            [(ATTACH, ATTACH.replace("cudaMemAttachSingle", "cudaMemAttachGlobal"))],
