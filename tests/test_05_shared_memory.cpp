@@ -416,6 +416,17 @@ TEST_CASE("step 4: transpose_wide_kernel has no shared-memory race (racecheck)",
   check_no_race("transpose_wide_kernel", "step 4");
 }
 
+// ---- What the chapter provides ---------------------------------------------------------------
+
+// Not the learner's: the chapter's sector-aligned transpose, shown beside the steps in the
+// program's table. Its shapes include rows of every length mod 8 (the shift it computes).
+TEST_CASE("the chapter's transpose_aligned transposes square, non-square and ragged matrices", "[ch05][correctness]") {
+  cml::test::device();
+  std::vector<ch05::Shape> shapes = ch05::checked_shapes();
+  for (int rows = 57; rows < 65; ++rows) shapes.push_back({rows, 3 * rows + 1, "every row length mod 8"});
+  check_shapes(ch05::transpose_aligned, shapes, "the chapter's transpose_aligned, not a step of yours");
+}
+
 // ---- The bank model against the hardware -------------------------------------------------
 
 TEST_CASE("the bank model predicts ncu's wavefronts and conflicts for every access-width experiment", "[ch05][mechanism][profile][model]") {

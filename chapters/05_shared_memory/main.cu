@@ -56,6 +56,7 @@ const std::vector<Kernel>& kernels() {
       {"transpose_padded (yours, step 2)", ch05::transpose_padded, false, Kernel::kTileModel},
       {"transpose_swizzled (yours, step 3)", ch05::transpose_swizzled, false, Kernel::kSwizzledTileModel},
       {"transpose_wide (yours, step 4)", ch05::transpose_wide, true, Kernel::kWideModel},
+      {"transpose_aligned (the chapter's: whole sectors written)", ch05::transpose_aligned, false, Kernel::kNone},
   };
   return k;
 }

@@ -58,6 +58,11 @@ void transpose_wide(const float* in, float* out, int rows, int cols, cudaStream_
 void copy_tiles(const float* in, float* out, int rows, int cols, cudaStream_t stream);
 void transpose_naive(const float* in, float* out, int rows, int cols, cudaStream_t stream);
 
+// A padded transpose (step 2's tile with 8 more rows) whose warps write whole 32-byte
+// sectors of `out` on every shape, also when rows is not a multiple of 8 floats: what it
+// takes at 8191 x 8191 (aligned.cu; docs/05_shared_memory.md).
+void transpose_aligned(const float* in, float* out, int rows, int cols, cudaStream_t stream);
+
 // The grid of 32 x 32 tiles over a rows x cols matrix (x along cols), 32 x 8 threads. Any
 // order of tiles is correct; which blocks run together decides how DRAM sees the writes
 // (docs/05_shared_memory.md, "Speed": the solution numbers them down the columns).

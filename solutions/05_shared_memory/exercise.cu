@@ -66,50 +66,78 @@ dim3 tiles_launch(int rows, int cols, int side) {
 #endif
 }
 
+// Where element (row, col) of the tile lives. row & (kTile - 1) is row % kTile for the
+// row >= 0 it always is, in one instruction: written as a signed %, nvcc spent five per
+// access on it, and the swizzled kernel read 0.80-0.84 of cudaMemcpy on the H200 where the
+// padded one read 0.90-0.93; with the mask (and the whole-tile path below) 0.91-0.95,
+// level with the padded one (2026-11-24, 8192^2, five runs each).
 template <int T, int Pad, bool Swizzle>
 __device__ __forceinline__ int tile_index(int row, int col) {
-  return row * (T + Pad) + (Swizzle ? (col ^ (row % kTile)) : col);
+  return row * (T + Pad) + (Swizzle ? (col ^ (row & (kTile - 1))) : col);
+}
+
+// One tile, in two passes through shared memory. Whole: the tile lies inside the matrix,
+// so no access needs a bounds check; a tile at the matrix's edge takes the checked path
+// (Whole = false). Without the split every access carries its own branch, and the write
+// pass cannot issue its shared loads ahead of its global stores.
+//
+// At 8191^2 these kernels still fall to 0.66-0.74 of cudaMemcpy on the H200: most rows of
+// `out` start inside a 32-byte sector, so each warp's 128-byte store covers two partial
+// sectors. The chapter's transpose_aligned (aligned.cu) shows what it takes to avoid them,
+// outside the mapping of threads that transpose.cuh fixes for steps 1-3.
+template <int T, int Pad, bool Swizzle, bool Whole>
+__device__ __forceinline__ void move_tile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
+                                          int row0, int col0, float* tile) {
+  constexpr int kStrips = T / kTile;        // 32-column strips of the tile: one float per lane each
+  constexpr int kRounds = T / kBlockRows;   // rows of a strip one thread moves
+  const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
+  const auto inside = [&](int r, int c, int r_end, int c_end) { return Whole || (r < r_end && c < c_end); };
+  // Read: a warp (fixed y) takes 32 consecutive floats of one row of `in`. Every load is
+  // issued before the first shared store, so all of a thread's loads are in flight at once.
+  const float* src = in + static_cast<std::size_t>(row0 + y) * cols + col0 + x;
+  float v[kStrips][kRounds] = {};
+#pragma unroll
+  for (int h = 0; h < kStrips; ++h)
+#pragma unroll
+    for (int k = 0; k < kRounds; ++k)
+      if (inside(row0 + y + k * kBlockRows, col0 + x + h * kTile, rows, cols))
+        v[h][k] = src[static_cast<std::size_t>(k * kBlockRows) * cols + h * kTile];
+  // Stores along one row of the tile: 32 consecutive words, 32 banks.
+#pragma unroll
+  for (int h = 0; h < kStrips; ++h)
+#pragma unroll
+    for (int k = 0; k < kRounds; ++k)
+      if (inside(row0 + y + k * kBlockRows, col0 + x + h * kTile, rows, cols))
+        tile[tile_index<T, Pad, Swizzle>(y + k * kBlockRows, x + h * kTile)] = v[h][k];
+  // Other warps wrote the tile's columns this warp is about to read.
+  __syncthreads();
+  // Write: the tile's column j becomes 32 consecutive floats of row col0 + j of `out`
+  // (out is cols x rows). Reading a column of the tile is where the banks conflict:
+  // without a pad or a swizzle its 32 words are T x 4 bytes apart, all in one bank.
+#pragma unroll
+  for (int h = 0; h < kStrips; ++h)
+#pragma unroll
+    for (int k = 0; k < kRounds; ++k)
+      if (inside(col0 + y + k * kBlockRows, row0 + x + h * kTile, cols, rows))
+        v[h][k] = tile[tile_index<T, Pad, Swizzle>(x + h * kTile, y + k * kBlockRows)];
+  float* dst = out + static_cast<std::size_t>(col0 + y) * rows + row0 + x;
+#pragma unroll
+  for (int h = 0; h < kStrips; ++h)
+#pragma unroll
+    for (int k = 0; k < kRounds; ++k)
+      if (inside(col0 + y + k * kBlockRows, row0 + x + h * kTile, cols, rows))
+        dst[static_cast<std::size_t>(k * kBlockRows) * rows + h * kTile] = v[h][k];
 }
 
 template <int T, int Pad, bool Swizzle>
 __device__ __forceinline__ void transpose_tile(const float* __restrict__ in, float* __restrict__ out, int rows,
                                                int cols) {
-  constexpr int kStrips = T / kTile;        // 32-column strips of the tile: one float per lane each
-  constexpr int kRounds = T / kBlockRows;   // rows of a strip one thread moves
   __shared__ float tile[T * (T + Pad)];
-  const int x = threadIdx.x, y = threadIdx.y;
   const auto [row0, col0] = tile_origin(rows, T);
-  // Read: a warp (fixed y) takes 32 consecutive floats of one row of `in`. Every load is
-  // issued before the first shared store, so all of a thread's loads are in flight at once.
-  float v[kStrips][kRounds] = {};
-#pragma unroll
-  for (int h = 0; h < kStrips; ++h)
-#pragma unroll
-    for (int k = 0; k < kRounds; ++k) {
-      const int r = row0 + y + k * kBlockRows, c = col0 + x + h * kTile;
-      if (r < rows && c < cols) v[h][k] = in[static_cast<std::size_t>(r) * cols + c];
-    }
-  // Stores along one row of the tile: 32 consecutive words, 32 banks.
-#pragma unroll
-  for (int h = 0; h < kStrips; ++h)
-#pragma unroll
-    for (int k = 0; k < kRounds; ++k) {
-      const int r = row0 + y + k * kBlockRows, c = col0 + x + h * kTile;
-      if (r < rows && c < cols) tile[tile_index<T, Pad, Swizzle>(y + k * kBlockRows, x + h * kTile)] = v[h][k];
-    }
-  // Other warps wrote the tile's columns this warp is about to read.
-  __syncthreads();
-  // Write: the tile's column j becomes 32 consecutive floats of row col0 + j of `out`.
-  // Reading a column of the tile is where the banks conflict: without a pad or a swizzle
-  // its 32 words are T x 4 bytes apart, all in one bank.
-#pragma unroll
-  for (int h = 0; h < kStrips; ++h)
-#pragma unroll
-    for (int k = 0; k < kRounds; ++k) {
-      const int r = col0 + y + k * kBlockRows, c = row0 + x + h * kTile;  // r < cols, c < rows: out is cols x rows
-      if (r < cols && c < rows)
-        out[static_cast<std::size_t>(r) * rows + c] = tile[tile_index<T, Pad, Swizzle>(x + h * kTile, y + k * kBlockRows)];
-    }
+  if (row0 + T <= rows && col0 + T <= cols)
+    move_tile<T, Pad, Swizzle, true>(in, out, rows, cols, row0, col0, tile);
+  else
+    move_tile<T, Pad, Swizzle, false>(in, out, rows, cols, row0, col0, tile);
 }
 
 // 8 blocks of 256 threads fill an SM's 2048 threads only at 32 registers a thread or fewer
