@@ -207,15 +207,12 @@ void sum_pipeline(const Job& job, cudaStream_t stream) {
 // Tiles per stage: 1, as step 3's pipeline. On the H200 at 4 blocks per SM and no compute
 // (512 MiB, 2026-11-24, five runs) this path read at 0.87 of the read-only kernel with 1
 // tile per stage and 3 stages, 0.94-0.95 with 2, 0.96-0.98 with 3 (2 or 3 stages): what it
-// lacked was bytes per wait and barrier, not stages (docs/07_memcpy_async.md). Up to 3:
-// kMaxStages stages of 3 tiles fill the 48 KiB of shared memory a launch gets without
-// opting in.
+// lacked was bytes per wait and barrier, not stages (docs/07_memcpy_async.md).
 #ifndef CH07_FAST_TILES_PER_STAGE
 #define CH07_FAST_TILES_PER_STAGE 1
 #endif
 constexpr int kFastTilesPerStage = CH07_FAST_TILES_PER_STAGE;
-static_assert(kFastTilesPerStage >= 1 && kFastTilesPerStage * kMaxStages * kTileWords * 4 <= 48 * 1024,
-              "the fast path's stages fit in 48 KiB of dynamic shared memory");
+static_assert(kFastTilesPerStage >= 1 && kFastTilesPerStage <= 4, "1 to 4 tiles per stage");
 
 __global__ void __launch_bounds__(kThreads) sum_fast_kernel(const Job job) {
   sum_pipelined<true, kFastTilesPerStage>(job);
@@ -224,6 +221,11 @@ __global__ void __launch_bounds__(kThreads) sum_fast_kernel(const Job job) {
 void sum_fast(const Job& job, cudaStream_t stream) {
   check_stages(job, "sum_fast");
   const std::size_t shared = static_cast<std::size_t>(job.stages) * kFastTilesPerStage * kTileWords * sizeof(Word);
+  // Past 48 KiB of shared memory a block (dynamic + static) a kernel must opt in; 4 stages
+  // of 3 tiles are 48 KiB of dynamic memory alone. One tile a stage never gets there.
+  if constexpr (kFastTilesPerStage > 1)
+    CUDA_CHECK(cudaFuncSetAttribute(sum_fast_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(shared)));
   sum_fast_kernel<<<job.blocks, kThreads, shared, stream>>>(job);
   CUDA_CHECK_LAUNCH();
 }
