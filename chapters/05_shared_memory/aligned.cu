@@ -1,5 +1,6 @@
 // Chapter 05 — what the chapter provides beyond the steps: a padded transpose whose global
-// writes cover whole 32-byte sectors on every shape (docs/05_shared_memory.md, "8191²").
+// writes cover whole 32-byte sectors on every shape (docs/05_shared_memory.md, "Whole
+// sectors: transpose_aligned").
 //
 // When the matrix's row length is not a multiple of 8 floats, the rows of `out` start at
 // every alignment, and a warp writing 32 floats from a multiple of 32 covers five sectors:

@@ -38,10 +38,10 @@ static_assert(kSolutionTile % kTile == 0, "the tile is a multiple of 32 floats p
 // write side, as we read the measurement: on the H200 the padded transpose went from
 // 0.87-0.88 of cudaMemcpy (row order) to 0.92-0.93 at 8192^2, five runs each. When rows are
 // not a multiple of 8 floats, the sector where two tiles meet in `out` is written half by
-// one block and half by its neighbour; neighbours in this order run together, which is
-// consistent with what ncu counted for the 64 x 64 tile: 280 MB read from DRAM at 8191^2 in
-// row order, 272 MB in this order, 268 MB at 8192^2 (the extra reads: partial sectors
-// rewritten). Build with -DCH05_ROW_ORDER to get tile_grid's order.
+// one block and half by its neighbour; in this order the two run together, and at 8191^2
+// the padded transpose fell less (0.74-0.78 against 0.58-0.60 in row order, H200, before
+// the whole-tile path below; it does not fix 8191^2: see aligned.cu). Build with
+// -DCH05_ROW_ORDER to get tile_grid's order.
 // A 1D grid: no 65535 limit on either side.
 struct TileOrigin {
   int row0, col0;

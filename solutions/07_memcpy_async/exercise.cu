@@ -206,7 +206,7 @@ void sum_pipeline(const Job& job, cudaStream_t stream) {
 //
 // Tiles per stage: 1, as step 3's pipeline. On the H200 at 4 blocks per SM and no compute
 // (512 MiB, 2026-11-24, five runs) this path read at 0.87 of the read-only kernel with 1
-// tile per stage and 3 stages, 0.94-0.95 with 2, 0.96-0.98 with 3 (2 or 3 stages): what it
+// tile per stage and 3 stages, 0.94-0.95 with 2, 0.95-0.98 with 3 (2 or 3 stages): what it
 // lacked was bytes per wait and barrier, not stages (docs/07_memcpy_async.md).
 #ifndef CH07_FAST_TILES_PER_STAGE
 #define CH07_FAST_TILES_PER_STAGE 1
