@@ -82,12 +82,12 @@ def _build_tools(root: Path):
 
 def _gpu_facts(tc) -> bool:
     """What cml_doctor reads from the GPU; whether a GPU is usable."""
-    say(paint("GPU facts (build/tools/cml_doctor)", "bold"))
+    say(paint("GPU facts (build/labkit/programs/cml_doctor)", "bold"))
     if tc is None:
         doctor_line("cml_doctor", False, "not built: fix the setup problem above first")
         return False
     try:
-        exe = build_target(tc, "cml_doctor", "tools/cml_doctor")
+        exe = build_target(tc, "cml_doctor", "labkit/programs/cml_doctor")
     except BuildFailed as e:
         doctor_line("cml_doctor", False, f"does not build (log: {display_path(e.log)})")
         return False

@@ -26,13 +26,19 @@ _NAMED_STEP = re.compile(r"\(step (\d+)\)$")
 
 @dataclass
 class SassCheck:
-    """One SASS check of a learner's kernel (sass_check BINARY KERNEL OPCODE) and its outcome."""
+    """One SASS check of a learner's kernel (sass_check BINARY KERNEL PATTERN [--absent]) and
+    its outcome."""
     name: str
     cmd: list
     kernel: str
     step: object = None          # the step whose TODO marks the kernel (None: unknown)
     rc: int = 0
     output: str = ""
+
+    @property
+    def expectation(self) -> str:
+        """'has LDG.E.128' or 'lacks STL', as the check asks."""
+        return f"{'lacks' if '--absent' in self.cmd else 'has'} {self.cmd[3]}"
 
     @property
     def state(self) -> str:
@@ -92,7 +98,7 @@ def check_without_gpu(ch: Chapter, tc: Toolchain, reason: str, root: Path = ROOT
         detail = c.output.strip().splitlines()
         why = f": {detail[0].split(':', 1)[-1].strip()}" if c.state == "skipped" and detail else ""
         say(f"  {paint(c.state.ljust(8), {'passed': 'green', 'skipped': 'yellow'}.get(c.state, 'red'))}"
-            f"   {label}: {c.kernel}'s SASS has {c.cmd[3]} (no GPU needed){why}")
+            f"   {label}: {c.kernel.rstrip('<')}'s SASS {c.expectation} (no GPU needed){why}")
     failed = [c for c in checks if c.state == "failed"]
     if failed:
         _print_failure(ch, failed[0], goals)

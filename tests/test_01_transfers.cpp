@@ -8,7 +8,7 @@
 //   meson test -C build "ch01 solution"   against the solution
 //   build/tests/test_ch01_solution "[.measure]"   both sides of the speed bars
 #include "api_calls.hpp"
-#include "exercise_source.hpp"
+#include "integrity.hpp"
 #include "gpu.hpp"
 #include "harness.hpp"
 #include "pinned.hpp"

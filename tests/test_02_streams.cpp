@@ -8,7 +8,7 @@
 //   meson test -C build "ch02 solution"   against the solution
 //   build/tests/test_ch02_solution "[.measure]"   both sides of the speed bars (see kPlanBar)
 #include "api_calls.hpp"
-#include "exercise_source.hpp"
+#include "integrity.hpp"
 #include "gpu.hpp"
 #include "harness.hpp"
 #include "pinned.hpp"

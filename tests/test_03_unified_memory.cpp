@@ -9,7 +9,7 @@
 //   meson test -C build "ch03 solution"            against the solution
 //   build/tests/test_ch03_solution "[.measure]"    both sides of the bars, five runs
 #include "api_calls.hpp"
-#include "exercise_source.hpp"
+#include "integrity.hpp"
 #include "gpu.hpp"
 #include "jitter.hpp"
 #include "harness.hpp"

@@ -8,7 +8,7 @@
 //   build/tests/test_ch04_solution "[.measure]"   the bars' correct side (and step 1's mistake), five runs
 #include "coalescing.cuh"
 #include "api_calls.hpp"
-#include "exercise_source.hpp"
+#include "integrity.hpp"
 #include "gpu.hpp"
 #include "jitter.hpp"
 #include "harness.hpp"

@@ -178,9 +178,7 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
   CHECK(ch05::within_stray(ld, 0, metric(*k, ch05::kLdInst)));
   CHECK(ch05::within_stray(st, 0, metric(*k, ch05::kStInst)));
   if (want_static_shared >= 0) {
-    // ncu may print the size scaled to Kbyte (its --print-units auto): 4.10 for 4096.
-    const double raw = metric(*k, ch05::kStaticShared);
-    const double bytes = raw > 0 && raw < 100 ? raw * 1000 : raw;
+    const double bytes = metric(*k, ch05::kStaticShared);
     INFO(kernel << " has " << bytes << " bytes of static shared memory; want " << want_static_shared << " (32 x 32 "
          "floats) or " << 4 * want_static_shared << " (64 x 64): the tile stays exactly T x T floats, no pad ("
          << step << ")");

@@ -13,7 +13,7 @@
 //   build/tests/test_ch07_solution "[.measure]"   both sides of the speed bars, five runs
 #include "harness.hpp"
 #include "memcpy_async.cuh"
-#include "exercise_source.hpp"
+#include "integrity.hpp"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
 #include "kernel_sass.hpp"

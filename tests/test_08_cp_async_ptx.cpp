@@ -18,7 +18,7 @@
 //   build/tests/test_ch08_solution "[.measure]"      both sides of the speed bars, five runs each
 #include "cp_async_ptx.cuh"
 #include "enqueue_only.hpp"
-#include "exercise_source.hpp"
+#include "integrity.hpp"
 #include "gpu.hpp"
 #include "kernel_sass.hpp"
 #include "sanitizer_target.hpp"
@@ -448,15 +448,6 @@ void check_pipeline_sass(const std::string& kernel, int stages, const char* step
 // ---- compute-sanitizer --------------------------------------------------------------------
 
 
-#define CML_CHECK_SANITIZER(tool, target, what, advice, step)                                          \
-  do {                                                                                                  \
-    std::string why_;                                                                                   \
-    const std::string report_ = cml::test::sanitize_target(tool, target, why_);                         \
-    if (!why_.empty()) CML_SKIP(why_);                                                                  \
-    INFO("compute-sanitizer " << (tool) << " found " << (what) << ": " << (advice) << " (" << (step)     \
-         << "; ./lab hint 08)\n" << report_);                                                           \
-    CHECK(report_.empty());                                                                             \
-  } while (0)
 
 // ---- Speed ----------------------------------------------------------------------------------
 
@@ -707,20 +698,21 @@ TEST_CASE("step 1: cp_async refuses a size its instruction does not take at comp
 
 TEST_CASE("step 1: the tile copy reads nothing past the array's end (memcheck)", "[ch08][step1][mechanism]") {
   CML_NEED_SM80();
-  CML_CHECK_SANITIZER("memcheck", "memcheck:copy", "bad accesses by the tile copy of 5 tiles + 6 words",
-                      "the piece where the array ends must read only its src_bytes — cp.async's src-size operand",
-                      "step 1");
+  CML_CHECK_SANITIZER("memcheck", "memcheck:copy",
+                      "bad accesses by the tile copy of 5 tiles + 6 words: "
+                      "the piece where the array ends must read only its src_bytes — cp.async's src-size operand (step 1; ./lab hint 08)");
 }
 
 TEST_CASE("step 1: the tile copy and the experiment read no shared word before its copy landed (racecheck)",
           "[ch08][step1][mechanism]") {
   CML_NEED_SM80();
-  CML_CHECK_SANITIZER("racecheck", "racecheck:copy", "hazards in the tile copy",
+  CML_CHECK_SANITIZER("racecheck", "racecheck:copy",
+                      "hazards in the tile copy: "
                       "cp.async is asynchronous: its bytes are there after the copying thread's wait and, for the "
-                      "other threads, after a barrier that follows it",
-                      "step 1");
-  CML_CHECK_SANITIZER("racecheck", "racecheck:reverse", "hazards in the experiment",
-                      "the same: a wait covers the calling thread's copies only", "step 1");
+                      "other threads, after a barrier that follows it (step 1; ./lab hint 08)");
+  CML_CHECK_SANITIZER("racecheck", "racecheck:reverse",
+                      "hazards in the experiment: "
+                      "the same: a wait covers the calling thread's copies only (step 1; ./lab hint 08)");
 }
 
 // ---- Step 2 -----------------------------------------------------------------------------
@@ -740,10 +732,10 @@ TEST_CASE("step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and wai
 TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copies landed (racecheck)",
           "[ch08][step2][mechanism]") {
   CML_NEED_SM80();
-  CML_CHECK_SANITIZER("racecheck", "racecheck:pipeline", "hazards in sum_pipeline_kernel on 3 tiles + 6 words",
+  CML_CHECK_SANITIZER("racecheck", "racecheck:pipeline",
+                      "hazards in sum_pipeline_kernel on 3 tiles + 6 words: "
                       "wait for the group (cp.async.wait_group), THEN the block barrier, then compute; a barrier at "
-                      "the end of the tile before its stage is refilled",
-                      "step 2");
+                      "the end of the tile before its stage is refilled (step 2; ./lab hint 08)");
 }
 
 TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 stage", "[ch08][step2][perf]") {
@@ -784,16 +776,17 @@ TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only,
 
 TEST_CASE("step 3: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch08][step3][mechanism]") {
   CML_NEED_SM80();
-  CML_CHECK_SANITIZER("memcheck", "memcheck:fast", "bad accesses by sum_fast_kernel on 7 tiles + 3 words",
+  CML_CHECK_SANITIZER("memcheck", "memcheck:fast",
+                      "bad accesses by sum_fast_kernel on 7 tiles + 3 words: "
                       "a 16-byte copy of the array's last, partial piece reads past its end — give it the bytes that "
-                      "exist as src-size, and point copies that read nothing at a word that exists",
-                      "step 3");
+                      "exist as src-size, and point copies that read nothing at a word that exists (step 3; ./lab hint 08)");
 }
 
 TEST_CASE("step 3: sum_fast_kernel reads no stage before its copies landed (racecheck)", "[ch08][step3][mechanism]") {
   CML_NEED_SM80();
-  CML_CHECK_SANITIZER("racecheck", "racecheck:fast", "hazards in sum_fast_kernel",
-                      "the same order as step 2: commit, wait, barrier, compute, barrier", "step 3");
+  CML_CHECK_SANITIZER("racecheck", "racecheck:fast",
+                      "hazards in sum_fast_kernel: "
+                      "the same order as step 2: commit, wait, barrier, compute, barrier (step 3; ./lab hint 08)");
 }
 
 TEST_CASE("step 3: copy-bound, 16-byte copies beat step 2's 4-byte ones by kFastOverPipeline", "[ch08][step3][perf]") {
@@ -826,18 +819,18 @@ TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing o
 
 TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memcheck)", "[ch08][step4][mechanism]") {
   CML_NEED_SM90();
-  CML_CHECK_SANITIZER("memcheck", "memcheck:bulk", "bad accesses by sum_bulk_kernel on 7 tiles + 3 words",
+  CML_CHECK_SANITIZER("memcheck", "memcheck:bulk",
+                      "bad accesses by sum_bulk_kernel on 7 tiles + 3 words: "
                       "the bulk copy moves the tile's bytes rounded down to 16; the last 1-3 words another way, "
-                      "reading only those words",
-                      "step 4");
+                      "reading only those words (step 4; ./lab hint 08)");
 }
 
 TEST_CASE("step 4: sum_bulk_kernel reads no stage before its phase completed (racecheck)", "[ch08][step4][mechanism]") {
   CML_NEED_SM90();
-  CML_CHECK_SANITIZER("racecheck", "racecheck:bulk", "hazards in sum_bulk_kernel",
+  CML_CHECK_SANITIZER("racecheck", "racecheck:bulk",
+                      "hazards in sum_bulk_kernel: "
                       "every thread waits for the stage's phase before it reads; thread 0 refills a stage only after "
-                      "the barrier that ends its last use; the tail's copy has landed before the arrival",
-                      "step 4");
+                      "the barrier that ends its last use; the tail's copy has landed before the arrival (step 4; ./lab hint 08)");
 }
 
 TEST_CASE("step 4: 3 stages of bulk copies overlap: kBulkStagesOverOne of 1 stage", "[ch08][step4][perf]") {
@@ -883,8 +876,9 @@ TEST_CASE("step 5: sum_tma_kernel loads each box with one 2D TMA copy completing
 
 TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (racecheck)", "[ch08][step5][mechanism]") {
   CML_NEED_SM90();
-  CML_CHECK_SANITIZER("racecheck", "racecheck:tma", "hazards in sum_tma_kernel on a 9 x 257 matrix",
-                      "the same order as step 4: wait for the phase, compute, barrier before the refill", "step 5");
+  CML_CHECK_SANITIZER("racecheck", "racecheck:tma",
+                      "hazards in sum_tma_kernel on a 9 x 257 matrix: "
+                      "the same order as step 4: wait for the phase, compute, barrier before the refill (step 5; ./lab hint 08)");
 }
 
 TEST_CASE("step 5: 3 stages of TMA loads overlap: kTmaStagesOverOne of 1 stage", "[ch08][step5][perf]") {

@@ -10,8 +10,8 @@ crossover.png: the batched speed-up against piece size. Each title names the GPU
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from plotting import device, device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: labkit is importable
+from labkit.plotting import device, device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
 
 import matplotlib.pyplot as plt  # noqa: E402
 

@@ -11,8 +11,8 @@ fraction of the bytes DRAM read that the copy wanted.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from plotting import device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: labkit is importable
+from labkit.plotting import device_label, read_csv  # noqa: E402  (sets matplotlib's backend)
 
 import matplotlib.pyplot as plt  # noqa: E402
 

@@ -183,7 +183,7 @@ inline TileModel tile_transpose_model(int rows, int cols, int side, int pitch, b
 inline bool tile_from_static_shared(double bytes, int& side, int& pitch) {
   for (const int s : {32, 64})
     for (const int p : {s, s + 1})
-      if (bytes > 0 && std::abs(bytes - 4.0 * s * p) <= 0.005 * 4.0 * s * p) {
+      if (bytes == 4.0 * s * p) {  // ncu's base units: bytes, exactly
         side = s;
         pitch = p;
         return true;

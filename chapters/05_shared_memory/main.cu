@@ -208,11 +208,7 @@ bool profile(Context& c) {
     int side = 0, pitch = 0;
     const bool tile = kern.model == Kernel::kTileModel || kern.model == Kernel::kSwizzledTileModel;
     const bool modelled = kern.model == Kernel::kWideModel ||
-                          (tile && ch05::tile_from_static_shared(v(r, i, ch05::kStaticShared) > 0 &&
-                                                                         v(r, i, ch05::kStaticShared) < 100
-                                                                     ? v(r, i, ch05::kStaticShared) * 1000
-                                                                     : v(r, i, ch05::kStaticShared),
-                                                                 side, pitch));
+                          (tile && ch05::tile_from_static_shared(v(r, i, ch05::kStaticShared), side, pitch));
     const auto m = !modelled ? ch05::TileModel{}
                    : tile    ? ch05::tile_transpose_model(shape.rows, shape.cols, side, pitch,
                                                           kern.model == Kernel::kSwizzledTileModel)

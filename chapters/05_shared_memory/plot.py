@@ -12,8 +12,8 @@ fraction of cudaMemcpy device to device and of the tile-shaped copy.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from plotting import number, paired_barh, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: labkit is importable
+from labkit.plotting import number, paired_barh, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
 
 
 def wavefronts(folder, label):

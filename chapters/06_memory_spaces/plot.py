@@ -15,9 +15,9 @@ import sys
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: labkit is importable
 try:
-    from plotting import number, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
+    from labkit.plotting import number, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
     import matplotlib.pyplot as plt  # noqa: E402
 except ModuleNotFoundError as e:
     if e.name != "matplotlib":

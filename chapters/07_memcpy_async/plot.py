@@ -14,8 +14,8 @@ cudaMemcpy.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from plotting import number, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: labkit is importable
+from labkit.plotting import number, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
 
 # Chapter 08's plot.py draws its figures with label_of, line_panels and barh too: its CSV
 # files have these columns, and its figures are these figures over its own pipelines.

@@ -1,9 +1,9 @@
 // Hardware counters through Nsight Compute (ncu), for the chapters whose mechanism is a
 // count: sectors per request, shared-memory wavefronts. ncu profiles a child process (the
 // test executable re-running itself on a hidden target), with the clocks left alone
-// (--clock-control none), and its raw CSV page is parsed here. Where ncu is missing or the
-// driver does not let this user read the counters (ERR_NVGPUCTRPERM), the caller skips
-// with that reason.
+// (--clock-control none), in base units (bytes, never Kbyte), and its raw CSV page is
+// parsed here. Where ncu is missing or the driver does not let this user read the
+// counters (ERR_NVGPUCTRPERM), the caller skips with that reason.
 #pragma once
 
 #include <map>

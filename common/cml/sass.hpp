@@ -10,27 +10,51 @@
 
 namespace cml::sass {
 
+// A kernel's line of cuobjdump -res-usage (REG:47 STACK:0 SHARED:0 LOCAL:0): -1 when absent.
+struct Resources {
+  int registers = -1, stack = -1, shared = -1, local = -1;
+};
+
 struct Function {
   std::string mangled;    // as cuobjdump prints it
   std::string name;       // demangled where possible
-  std::vector<std::string> opcodes;  // one per instruction, with modifiers: "LDG.E.128.CONSTANT"
+  std::vector<std::string> opcodes;       // one per instruction, with modifiers: "LDG.E.128.CONSTANT"
+  std::vector<std::string> instructions;  // the same, whole: "LDC.64 R12, c[0x3][R24+0x8]"
+  Resources resources;                    // filled by dump(), not by parse()
 };
 
 // Every function in cuobjdump -sass output. Pure text processing, tested on the CPU.
 std::vector<Function> parse(const std::string& cuobjdump_sass);
 
+// Sets each function's resources from cuobjdump -res-usage output (first entry of a name).
+void add_resources(std::vector<Function>& functions, const std::string& cuobjdump_res_usage);
+
 // The first function whose demangled or mangled name contains `fragment`.
 std::optional<Function> find(const std::vector<Function>& functions, const std::string& fragment);
 
-// How many instructions start with `prefix` ("LDG.E.128" counts LDG.E.128.CONSTANT too).
+// How many instructions start with `prefix`, a whole opcode or a dotted part of one:
+// "LDG.E.128" counts LDG.E.128.CONSTANT too, "LDG" counts LDG.E but not LDGSTS.
 std::size_t count(const Function& f, const std::string& prefix);
+
+// How many whole instructions contain `text` (an operand: "c[0x3][R" is a constant-bank
+// read at a per-thread register offset).
+std::size_t count_containing(const Function& f, const std::string& text);
+
+// The first whole instruction that contains `text`, or "".
+std::string first_containing(const Function& f, const std::string& text);
+
+// What a SASS check's pattern counts: an opcode (letters, digits, '_' and '.') by count(),
+// anything else (operands) by count_containing().
+std::size_t count_pattern(const Function& f, const std::string& pattern);
 
 // cuobjdump (which needs nvdisasm beside it or on PATH): PATH, $CUDA_HOME/bin,
 // /usr/local/cuda/bin, or the pip package nvidia-cuda-cuobjdump in the repository's .venv.
 std::optional<std::string> find_cuobjdump();
 
-// cuobjdump -sass of `binary`, parsed. Throws cml::Skip when cuobjdump cannot be found or
-// run, with the reason.
+// cuobjdump -sass and -res-usage of `binary`, parsed. The text is kept beside the binary
+// (BINARY.sass), so every check of one build of a binary runs cuobjdump once, even when
+// several processes ask at the same time. Throws cml::Skip when cuobjdump cannot be found
+// or run, with the reason.
 std::vector<Function> dump(const std::string& binary);
 
 // The path of the running executable (/proc/self/exe resolved).

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ struct KernelRecord {
   std::string name;  // demangled where CUPTI could, else as CUPTI gave it
   std::uint32_t stream_id = 0;
   std::uint32_t correlation_id = 0;
+  std::array<std::int32_t, 3> grid{};   // the launch's grid (x, y, z)
+  std::array<std::int32_t, 3> block{};  // and block
   Interval when;
 };
 

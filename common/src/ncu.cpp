@@ -97,7 +97,9 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
   for (const auto& m : metrics) metric_list += (metric_list.empty() ? "" : ",") + m;
   std::string cmd;
   for (const auto& e : env) cmd += e + " ";
-  cmd += tools::quote(*ncu) + " --clock-control none --csv --page raw --metrics " + tools::quote(metric_list) +
+  // Base units: bytes as bytes, never rescaled to Kbyte by the value's size.
+  cmd += tools::quote(*ncu) + " --clock-control none --print-units base --csv --page raw --metrics " +
+         tools::quote(metric_list) +
          " --kernel-name " + tools::quote("regex:" + kernel_regex) + " --log-file " + tools::quote(log_name);
   for (const auto& part : command) cmd += " " + tools::quote(part);
   cmd += " 2>&1";

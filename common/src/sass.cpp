@@ -5,9 +5,16 @@
 #include "cml/tools.hpp"
 
 #include <cxxabi.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -20,24 +27,54 @@ std::string demangle(const std::string& mangled) {
   std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
   return status == 0 && out ? std::string(out.get()) : mangled;
 }
+
+bool is_opcode_pattern(const std::string& p) {
+  if (p.empty()) return false;
+  for (char c : p)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.')) return false;
+  return true;
+}
 }  // namespace
 
 std::vector<Function> parse(const std::string& text) {
   static const std::regex function_line(R"(^\s*Function\s*:\s*(\S+))");
-  // "/*0080*/   @!P0 BRA 0xc0 ;" -> BRA; "/*0010*/   LDC.64 R6, c[0x0][0x218] ;" -> LDC.64
-  static const std::regex instruction(R"(^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*))");
+  // "/*0080*/   @!P0 BRA 0xc0 ;" -> BRA; "/*0010*/   LDC.64 R6, c[0x0][0x218] ;" -> LDC.64 and
+  // its operands
+  static const std::regex instruction(
+      R"(^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*)([^;]*))");
   std::vector<Function> out;
   std::istringstream in(text);
   std::string line;
   std::smatch m;
   while (std::getline(in, line)) {
     if (std::regex_search(line, m, function_line)) {
-      out.push_back(Function{m[1], demangle(m[1]), {}});
+      out.push_back(Function{m[1], demangle(m[1]), {}, {}, {}});
     } else if (!out.empty() && std::regex_search(line, m, instruction)) {
+      std::string operands = m[2];
+      while (!operands.empty() && operands.back() == ' ') operands.pop_back();
       out.back().opcodes.push_back(m[1]);
+      out.back().instructions.push_back(m[1].str() + operands);
     }
   }
   return out;
+}
+
+void add_resources(std::vector<Function>& functions, const std::string& res_usage) {
+  static const std::regex function_line(R"(Function (\S+):)");
+  static const std::regex usage(R"(REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+))");
+  std::map<std::string, Resources> seen;
+  std::istringstream in(res_usage);
+  std::string line, current;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, function_line)) {
+      current = m[1];
+    } else if (!current.empty() && std::regex_search(line, m, usage) && seen.count(current) == 0) {
+      seen[current] = {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4])};
+    }
+  }
+  for (auto& f : functions)
+    if (const auto it = seen.find(f.mangled); it != seen.end()) f.resources = it->second;
 }
 
 std::optional<Function> find(const std::vector<Function>& functions, const std::string& fragment) {
@@ -51,6 +88,22 @@ std::size_t count(const Function& f, const std::string& prefix) {
   for (const auto& op : f.opcodes)
     if (op.compare(0, prefix.size(), prefix) == 0 && (op.size() == prefix.size() || op[prefix.size()] == '.')) ++n;
   return n;
+}
+
+std::size_t count_containing(const Function& f, const std::string& text) {
+  std::size_t n = 0;
+  for (const auto& ins : f.instructions) n += ins.find(text) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+std::string first_containing(const Function& f, const std::string& text) {
+  for (const auto& ins : f.instructions)
+    if (ins.find(text) != std::string::npos) return ins;
+  return "";
+}
+
+std::size_t count_pattern(const Function& f, const std::string& pattern) {
+  return is_opcode_pattern(pattern) ? count(f, pattern) : count_containing(f, pattern);
 }
 
 std::string self_executable() {
@@ -74,17 +127,80 @@ std::optional<std::string> find_cuobjdump() {
   return tools::find({"cuobjdump", "nvdisasm"}, dirs);  // cuobjdump needs nvdisasm for SASS
 }
 
-std::vector<Function> dump(const std::string& binary) {
-  const auto tool = find_cuobjdump();
-  if (!tool)
-    throw Skip("cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
-               "nvidia-cuda-nvdisasm into .venv): the SASS cannot be checked");
-  const std::string dir = std::filesystem::path(*tool).parent_path().string();
+namespace {
+
+constexpr const char* kResUsageMark = "//-- cuobjdump -res-usage --//";
+
+// "cml-sass-cache <size> <mtime in ns>": which build of the binary a cached text is of.
+std::string identity(const std::string& binary) {
+  struct stat st {};
+  if (::stat(binary.c_str(), &st) != 0) return "";
+  return "cml-sass-cache " + std::to_string(st.st_size) + " " +
+         std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec);
+}
+
+std::string run_cuobjdump(const std::string& tool, const std::string& what, const std::string& binary) {
+  const std::string dir = std::filesystem::path(tool).parent_path().string();
   // nvdisasm beside cuobjdump goes first on PATH for the child.
-  const auto out = tools::run("PATH=" + tools::quote(dir) + ":\"$PATH\" " + tools::quote(*tool) + " -sass " +
+  const auto out = tools::run("PATH=" + tools::quote(dir) + ":\"$PATH\" " + tools::quote(tool) + " " + what + " " +
                               tools::quote(binary) + " 2>&1");
-  if (out.status != 0) throw Skip(*tool + " -sass " + binary + " failed: " + out.text.substr(0, 300));
-  return parse(out.text);
+  if (out.status != 0) throw Skip(tool + " " + what + " " + binary + " failed: " + out.text.substr(0, 300));
+  return out.text;
+}
+
+// The cached text when it is of this build of the binary; "" otherwise.
+std::string read_cache(const std::string& path, const std::string& id) {
+  std::ifstream in(path);
+  std::string first;
+  if (!in || !std::getline(in, first) || first != id) return "";
+  std::stringstream rest;
+  rest << in.rdbuf();
+  return rest.str();
+}
+
+// A lock held while alive, on `path` (none where it cannot be created: each caller then
+// runs cuobjdump itself, which is only slower).
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::vector<Function> dump(const std::string& binary) {
+  const std::string id = identity(binary);
+  if (id.empty()) throw Skip("cannot read " + binary + ": its SASS cannot be checked");
+  const std::string cache = binary + ".sass";
+  FileLock lock(cache + ".lock");
+  std::string text = read_cache(cache, id);
+  if (text.empty()) {
+    const auto tool = find_cuobjdump();
+    if (!tool)
+      throw Skip("cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
+                 "nvidia-cuda-nvdisasm into .venv): the SASS cannot be checked");
+    text = run_cuobjdump(*tool, "-sass", binary) + "\n" + kResUsageMark + "\n" + run_cuobjdump(*tool, "-res-usage", binary);
+    // Written whole under another name, then renamed: a reader never sees half of it.
+    const std::string partial = cache + ".partial";
+    {
+      std::ofstream out(partial, std::ios::trunc);
+      out << id << "\n" << text;
+    }
+    if (std::rename(partial.c_str(), cache.c_str()) != 0) std::remove(partial.c_str());
+  }
+  const std::size_t mark = text.find(kResUsageMark);
+  auto functions = parse(text.substr(0, mark));
+  if (mark != std::string::npos) add_resources(functions, text.substr(mark));
+  return functions;
 }
 
 }  // namespace cml::sass

@@ -41,6 +41,12 @@ CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, end);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, streamId);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, correlationId);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, name);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridX);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridY);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridZ);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockX);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockY);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockZ);
 CML_SAME_OFFSET(CUpti_ActivityUnifiedMemoryCounter3, CUpti_ActivityUnifiedMemoryCounter2, counterKind);
 CML_SAME_OFFSET(CUpti_ActivityUnifiedMemoryCounter3, CUpti_ActivityUnifiedMemoryCounter2, value);
 CML_SAME_OFFSET(CUpti_ActivityUnifiedMemoryCounter3, CUpti_ActivityUnifiedMemoryCounter2, start);
@@ -138,6 +144,8 @@ void parse(const CUpti_Activity* rec, Trace& into) {
       k.name = demangle(r->name);  // copied now: the name's storage belongs to CUPTI
       k.stream_id = r->streamId;
       k.correlation_id = r->correlationId;
+      k.grid = {r->gridX, r->gridY, r->gridZ};
+      k.block = {r->blockX, r->blockY, r->blockZ};
       k.when = {r->start, r->end};
       into.kernels.push_back(std::move(k));
       break;

@@ -287,13 +287,14 @@ TEST_CASE("chapter 05's 64 x 64 tiles: 16 accesses per thread, the same banks as
   CHECK(ragged.loads.transactions == 68 * 4);
 }
 
-TEST_CASE("chapter 05: a tile's side and pitch from its static shared memory, as ncu prints it", "[cpu][banks]") {
+TEST_CASE("chapter 05: a tile's side and pitch from its static shared memory, in bytes as ncu gives it", "[cpu][banks]") {
   int side = 0, pitch = 0;
   CHECK(ch05::tile_from_static_shared(4096, side, pitch));
   CHECK((side == 32 && pitch == 32));
-  CHECK(ch05::tile_from_static_shared(4220, side, pitch));  // ncu's "4.22 Kbyte" for 4224
+  CHECK(ch05::tile_from_static_shared(4224, side, pitch));
   CHECK((side == 32 && pitch == 33));
-  CHECK(ch05::tile_from_static_shared(16380, side, pitch));  // "16.38 Kbyte" for 16384
+  CHECK_FALSE(ch05::tile_from_static_shared(4220, side, pitch));  // no tile's size: bytes are exact
+  CHECK(ch05::tile_from_static_shared(16384, side, pitch));
   CHECK((side == 64 && pitch == 64));
   CHECK(ch05::tile_from_static_shared(16640, side, pitch));
   CHECK((side == 64 && pitch == 65));

@@ -1,14 +1,23 @@
-// Whether a function "only enqueues" its work on the stream it is given, as every chapter's
-// header promises for its launch functions: the call runs while that stream is captured
-// into a graph. A synchronising call, a blocking copy or work on another stream breaks the
-// capture (or fails inside it); what was enqueued becomes graph nodes, which we count.
+// "Only enqueues", checked one way for every chapter whose contract promises it: the call
+// runs while a gate kernel (gate.hpp) holds each stream it was given shut, under CUPTI's
+// callback recorder (which calls it made) and activity trace (where its work ran). It only
+// enqueued when it returned while the gates were still closed, made no call that waits for
+// the GPU, and put its work on its own streams; what it enqueued is in the trace.
+//
+// Needs the trace: call it from [mechanism] cases after CML_REQUIRE_TRACING().
 #pragma once
 
-#include "cml/errors.hpp"
+#include "api_calls.hpp"
+#include "gate.hpp"
+#include "gpu.hpp"
+
+#include "cml/api_trace.hpp"
 #include "cml/stream.hpp"
+#include "cml/trace.hpp"
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <exception>
 #include <string>
@@ -16,43 +25,95 @@
 
 namespace cml::test {
 
-// "" when `enqueue(stream)` left exactly `kernels` kernel nodes and nothing else on the
-// captured stream; otherwise what it did instead, in words a learner can act on.
+// What a call did while its streams were held.
+struct Enqueued {
+  bool waited = false;      // it returned only after a gate gave up: it waited for the GPU
+  std::string blocking;     // the calls it made that make the host wait ("" when none)
+  std::string threw;        // what it threw, if it threw
+  cml::api::Calls calls;    // every runtime call it made
+  cml::trace::Trace trace;  // what ran meanwhile, without the gate kernels
+
+  // "" when it only enqueued; else what it did instead, in words a learner can act on.
+  std::string error() const {
+    if (!threw.empty()) return "it failed: " + threw;
+    if (!blocking.empty())
+      return "it made calls that wait for the GPU (" + blocking + "): enqueue with asynchronous calls on the "
+             "stream you are given and let the caller synchronise (a poll with cudaStreamQuery or cudaEventQuery "
+             "is a wait too)";
+    if (waited)
+      return "it returned only after the work queued before it on its stream had ended: it waited for the GPU";
+    return "";
+  }
+};
+
+// Runs `call` while each of `streams` is held shut, and says what it did.
+template <class Call>
+Enqueued watch_enqueue(const std::vector<cudaStream_t>& streams, Call&& call) {
+  Enqueued e;
+  cml::trace::Recorder trace;  // before the gates: nothing it sets up may wait behind them
+  {
+    Gate gate;
+    for (cudaStream_t s : streams) gate.close(s);
+    cml::api::Recorder api;
+    try {
+      call();
+    } catch (const std::exception& ex) {
+      e.threw = ex.what();
+    }
+    e.calls = api.stop();
+    e.waited = gate.timed_out();
+  }  // the gate opens, and its kernels end
+  e.trace = trace.stop();
+  auto& k = e.trace.kernels;
+  k.erase(std::remove_if(k.begin(), k.end(),
+                         [](const cml::trace::KernelRecord& r) { return r.name.find(Gate::kernel_name()) != std::string::npos; }),
+          k.end());
+  e.blocking = blocking_calls(e.calls);
+  cudaGetLastError();  // a failed launch of the call's is in `threw` or the trace: clear it for the next case
+  return e;
+}
+
+// "" when every kernel, copy and memset of `t` ran on `stream`; else what ran elsewhere.
+inline std::string work_elsewhere(const cml::trace::Trace& t, cudaStream_t stream) {
+  const std::uint32_t id = cml::trace::stream_id_of(stream), legacy = cml::trace::stream_id_of(cudaStreamLegacy);
+  std::size_t kernels = 0, copies = 0, memsets = 0, on_legacy = 0;
+  for (const auto& r : t.kernels) { kernels += r.stream_id != id; on_legacy += r.stream_id == legacy; }
+  for (const auto& r : t.copies) { copies += r.stream_id != id; on_legacy += r.stream_id == legacy; }
+  for (const auto& r : t.memsets) { memsets += r.stream_id != id; on_legacy += r.stream_id == legacy; }
+  if (kernels + copies + memsets == 0) return "";
+  return std::to_string(kernels) + " kernel(s), " + std::to_string(copies) + " copy(ies) and " +
+         std::to_string(memsets) + " memset(s) ran on another stream than the one it was given" +
+         (on_legacy > 0 ? " (" + std::to_string(on_legacy) + " on the legacy default stream: a launch or call "
+                          "without a stream argument)" : "");
+}
+
+// "" when enqueue(stream) only enqueued, and what it enqueued was exactly `kernels`
+// kernel launches on that stream and nothing else (0: an empty input enqueues nothing);
+// else what it did instead.
 template <class Enqueue>
 std::string enqueue_only_error(Enqueue&& enqueue, std::size_t kernels) {
   cml::Stream s;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  try {
-    enqueue(static_cast<cudaStream_t>(s));
-  } catch (const std::exception& e) {
-    cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(s, &g);  // ends the capture whatever broke it; its error is the one below
-    if (g != nullptr) cudaGraphDestroy(g);
-    cudaGetLastError();  // capture errors are not sticky: clear them for the next case
-    return std::string("it failed while its stream was captured (a synchronising call, or work on another "
-                       "stream?): ") + e.what();
-  }
-  cudaGraph_t g = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(s, &g);
-  cudaGetLastError();
-  if (end != cudaSuccess || g == nullptr)
-    return std::string("the capture of its stream broke (") + cudaGetErrorString(end) +
-           "): it synchronised or used another stream while enqueuing";
-  std::size_t nodes = 0;
-  CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
-  std::vector<cudaGraphNode_t> list(nodes);
-  if (nodes > 0) CUDA_CHECK(cudaGraphGetNodes(g, list.data(), &nodes));
-  std::size_t found = 0;
-  for (auto node : list) {
-    cudaGraphNodeType t{};
-    CUDA_CHECK(cudaGraphNodeGetType(node, &t));
-    found += t == cudaGraphNodeTypeKernel ? 1 : 0;
-  }
-  CUDA_CHECK(cudaGraphDestroy(g));
-  if (found != kernels || nodes != kernels)
-    return "it enqueued " + std::to_string(nodes) + " operation(s), " + std::to_string(found) +
-           " kernel(s), on its stream; want " + std::to_string(kernels) + " kernel(s) and nothing else";
+  const Enqueued e = watch_enqueue({s.get()}, [&] { enqueue(static_cast<cudaStream_t>(s)); });
+  if (!e.trace.ok) return "the CUPTI trace failed, so this cannot be checked: " + e.trace.error;
+  if (!e.calls.ok) return "CUPTI's callback API failed, so this cannot be checked: " + e.calls.error;
+  if (const std::string err = e.error(); !err.empty()) return err;
+  if (const std::string elsewhere = work_elsewhere(e.trace, s); !elsewhere.empty()) return elsewhere;
+  if (e.trace.kernels.size() != kernels || !e.trace.copies.empty() || !e.trace.memsets.empty())
+    return "it enqueued " + std::to_string(e.trace.kernels.size()) + " kernel(s), " +
+           std::to_string(e.trace.copies.size()) + " copy(ies) and " + std::to_string(e.trace.memsets.size()) +
+           " memset(s); want " + std::to_string(kernels) + " kernel(s) and nothing else";
   return "";
 }
 
 }  // namespace cml::test
+
+// Checks that `enqueue` (a callable taking the cudaStream_t to enqueue on) only enqueues
+// exactly `kernels` kernels on its stream; `what` names the call, `promise` says where the
+// contract promises it. Skips when the trace is off (sanitizer runs).
+#define CML_CHECK_ENQUEUE_ONLY(what, enqueue, kernels, promise)                                       \
+  do {                                                                                                \
+    CML_REQUIRE_TRACING();                                                                            \
+    const std::string cml_enqueue_err_ = ::cml::test::enqueue_only_error((enqueue), (kernels));      \
+    INFO((what) << ": " << cml_enqueue_err_ << " (" << (promise) << ")");                             \
+    CHECK(cml_enqueue_err_.empty());                                                                  \
+  } while (0)

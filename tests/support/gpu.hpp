@@ -1,5 +1,6 @@
-// What every chapter's GPU tests share: the device, selected once, and the rule that a
-// CUPTI trace is evidence only when it worked.
+// What every chapter's GPU tests share: the device, selected once; the rule that a CUPTI
+// trace is evidence only when it worked; and a skip, naming the GPU, where it lacks a
+// compute capability a step needs.
 #pragma once
 
 #include "catch.hpp"
@@ -7,13 +8,31 @@
 #include "cml/device.hpp"
 #include "cml/trace.hpp"
 
+#include <string>
+
 namespace cml::test {
 
 // Device 0 (or CML_DEVICE), selected once for the whole test executable. main() has already
 // made sure that a device exists.
 const DeviceFacts& device();
 
+// "" when the device has compute capability `need` (80 for 8.0) or more; else why `what`
+// cannot run on it: "<what> need compute capability 9.0; NVIDIA A100 is 8.0".
+inline std::string missing_cc(int need, const std::string& what) {
+  const auto& d = device();
+  if (d.cc() >= need) return "";
+  return what + " need compute capability " + std::to_string(need / 10) + "." + std::to_string(need % 10) + "; " +
+         d.name + " is " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
+}
+
 }  // namespace cml::test
+
+// Skips the test case (it returns: a macro) when the device is older than `need`.
+#define CML_REQUIRE_CC(need, what)                                                         \
+  do {                                                                                     \
+    const std::string cml_missing_ = ::cml::test::missing_cc((need), (what));             \
+    if (!cml_missing_.empty()) CML_SKIP(cml_missing_);                                     \
+  } while (0)
 
 // Skips when tracing is off (sanitizer runs), before the work is done.
 #define CML_REQUIRE_TRACING()                                                          \

@@ -3,6 +3,8 @@
 // small input. A whole test executable under racecheck takes minutes; one kernel, seconds.
 #pragma once
 
+#include "catch.hpp"
+
 #include "cml/sass.hpp"
 #include "cml/tools.hpp"
 
@@ -42,3 +44,15 @@ inline std::string sanitize_target(const std::string& tool_name, const std::stri
 }
 
 }  // namespace cml::test
+
+// Runs `tool` (memcheck, racecheck, synccheck) on the [.target] case `target` and fails
+// with `message` (anything INFO takes: what it means and what to do), then the tool's
+// report, when the tool reports anything; skips where the tool cannot run.
+#define CML_CHECK_SANITIZER(tool, target, message)                                            \
+  do {                                                                                        \
+    std::string cml_why_not_;                                                                 \
+    const std::string cml_report_ = ::cml::test::sanitize_target((tool), (target), cml_why_not_); \
+    if (!cml_why_not_.empty()) CML_SKIP(cml_why_not_);                                        \
+    INFO("compute-sanitizer " << (tool) << " on " << (target) << ": " << message << "\n" << cml_report_); \
+    CHECK(cml_report_.empty());                                                               \
+  } while (0)

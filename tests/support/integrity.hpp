@@ -1,7 +1,9 @@
-// What a chapter's tests can say about the learner's exercise.cu as source: that it is the
-// learner's own and not the solution pulled in by #include (which would pass every test
-// the solution passes). Header-only; the tests' own file locates the checkout (__FILE__).
+// That the learner's exercise.cu is their own: not the solution pulled in by #include, nor
+// copied (which would pass every test the solution passes). Every chapter's test file
+// holds this check once, as CML_INTEGRITY_CASE(NN, "NN_topic") at file scope.
 #pragma once
+
+#include "catch.hpp"
 
 #include "cml/sass.hpp"
 
@@ -54,3 +56,19 @@ inline std::string solution_linked_error(const void* marker, const std::string& 
 }
 
 }  // namespace cml::test
+
+// The integrity case of chapter NN (a number token: 01) whose folder is `folder`
+// ("01_transfers"): the learner's build neither includes solutions/ nor links the
+// solution's exercise.cu, which defines the marker cml_chNN_solution_tu (referenced weakly
+// here: its address is null where it is absent).
+#define CML_INTEGRITY_CASE(NN, folder)                                                                    \
+  extern "C" __attribute__((weak)) const int cml_ch##NN##_solution_tu;                                   \
+  TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build",                   \
+            "[ch" #NN "][step1][integrity]") {                                                            \
+    const std::string included = ::cml::test::exercise_includes_solution(__FILE__, folder);               \
+    INFO(included);                                                                                       \
+    CHECK(included.empty());                                                                              \
+    const std::string linked = ::cml::test::solution_linked_error(&cml_ch##NN##_solution_tu, folder);    \
+    INFO(linked);                                                                                         \
+    CHECK(linked.empty());                                                                                \
+  }
