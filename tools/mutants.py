@@ -17,6 +17,7 @@ tests/support/supervisor.hpp) and the other steps must still report. Needs a GPU
     python3 tools/mutants.py 04               # one chapter's (02, 2 or 02_streams)
     python3 tools/mutants.py 04 --only hang   # the mutants of chapter 04 whose name has "hang"
     python3 tools/mutants.py --list           # what there is, without building anything
+    python3 tools/mutants.py --dry            # that every mutant still applies to its solution (no GPU, no build)
     python3 tools/mutants.py 08 --shard 2/3   # the 2nd, 5th, 8th... of chapter 08's (three copies share them)
     python3 tools/mutants.py --jobs 8         # every mutant, eight shards at once (build-mutants-1..8/)
 """
@@ -203,6 +204,23 @@ def check_mutant(chapter, mutant, solution, meson, args):
     return caught
 
 
+def dry_run(plan):
+    """--dry: every mutant's edits apply to its solution as it stands (a solution edited
+    since a mutant was written leaves the mutant testing nothing): 0, or 1 naming each."""
+    stale = 0
+    for chapter, mutant in plan:
+        solution = (ROOT / "solutions" / chapter / "exercise.cu").read_text()
+        text, missing = apply(solution, mutant.edits)
+        if text is None:
+            stale += 1
+            print(f"ch{chapter[:2]} {mutant.name}: the solution no longer contains the text to mutate: {missing[:60]!r}")
+        elif text == solution:
+            stale += 1
+            print(f"ch{chapter[:2]} {mutant.name}: its edits leave the solution as it is")
+    print(f"{len(plan) - stale} of {len(plan)} mutants apply to their solutions")
+    return 1 if stale else 0
+
+
 def chapter_of(word):
     """The MUTANTS key a command-line word names ("4", "04", "04_coalescing"), or None."""
     for chapter in MUTANTS:
@@ -221,6 +239,8 @@ def parse_args(argv):
                    help="chapters to check: 04, 4 or 04_coalescing (default: every chapter with mutants)")
     p.add_argument("--only", metavar="TEXT", help="only the mutants whose name contains TEXT")
     p.add_argument("--list", action="store_true", help="list the mutants and exit; builds nothing")
+    p.add_argument("--dry", action="store_true",
+                   help="check that every mutant's edits still apply to its solution, and exit; builds nothing")
     p.add_argument("--shard", metavar="K/N",
                    help="only every N-th mutant of the plan, from the K-th (1 <= K <= N): N copies of "
                         "the checkout, each with its own build-mutants/, share the work")
@@ -302,6 +322,8 @@ def main(argv):
     plan = plan[args.shard_k - 1::args.shard_n]
     if not plan:
         return 0   # a shard with nothing left to do
+    if args.dry:
+        return dry_run(plan)
     if args.list:
         for chapter, m in plan:
             kind = ("the build" if m.compile_error else
