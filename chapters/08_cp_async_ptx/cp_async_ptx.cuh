@@ -2,7 +2,7 @@
 // implements (the learner's part, steps 1-5) and what the program, the tests and the
 // solution share. Host-compatible C++: main.cu and the tests include it too.
 //
-// The sums of steps 2-4 are chapter 07's computation (../07_memcpy_async/memcpy_async.cuh):
+// The sums of steps 2-4 are the tiled sum of cml/tile_sum.cuh, chapter 07's computation:
 // `in` holds n 32-bit words cut into tiles of kTileWords (4 KiB, the last one shorter);
 // tile t belongs to block t % blocks, which copies it into shared memory and adds
 // work(w, compute) for each of its words to its sum, written to partial[b] (0 for a block
@@ -14,7 +14,7 @@
 // kernels are built for every target, but the callers check the GPU before launching them.
 #pragma once
 
-#include "../07_memcpy_async/memcpy_async.cuh"
+#include "cml/tile_sum.cuh"
 
 #include <cuda.h>  // CUtensorMap
 #include <cuda_runtime_api.h>
@@ -30,21 +30,20 @@
 
 namespace ch08 {
 
-using ch07::kMaxStages;  // 4: the deepest pipeline
-using ch07::kThreads;    // 256 threads per block, every kernel
-using ch07::kTileWords;  // 1024 words = 4 KiB per tile
-using ch07::tile_count;
-using ch07::Word;
-using ch07::work;
-
-inline constexpr int kTileBytes = kTileWords * static_cast<int>(sizeof(Word));
+using cml::tile_sum::kMaxStages;  // 4: the deepest pipeline
+using cml::tile_sum::kThreads;    // 256 threads per block, every kernel
+using cml::tile_sum::kTileBytes;  // 4 KiB per tile
+using cml::tile_sum::kTileWords;  // 1024 words per tile
+using cml::tile_sum::tile_count;
+using cml::tile_sum::Word;
+using cml::tile_sum::work;
 
 // The cache level an asynchronous copy allocates in: PTX's cp.async.ca ("cache at all
 // levels": L1 and L2; 4, 8 or 16 bytes) or cp.async.cg ("cache global": L2 only,
 // bypassing L1; 16 bytes only).
 enum class Cache { ca, cg };
 
-// What a kernel that waits on an mbarrier reports when a wait gives up (ptx.cuh's
+// What a kernel that waits on an mbarrier reports when a wait gives up (device.cuh's
 // wait_phase): the phase never completed within the time limit. Device memory, zeroed by
 // the caller before the launch; read back after it. A null Report* in a job means "no
 // report": a wait that gives up then prints its reason and traps.
@@ -56,10 +55,10 @@ struct Report {
   unsigned long long limit_ns = 0;    // set by the host: how long a wait may take (0: 4 s)
 };
 
-// Chapter 07's job, plus where a waiting kernel reports (steps 4; null for steps 2 and 3,
-// which wait on cp.async groups, not on an mbarrier). ch07's functions take it as their
-// own Job, so both chapters' kernels run on one job.
-struct Job : ch07::Job {
+// The tiled sum's job, plus where a waiting kernel reports (steps 4 and 5; null for steps 2
+// and 3, which wait on cp.async groups, not on an mbarrier). The workload's provided
+// kernels (the read-only ceiling) take it as their own Job.
+struct Job : cml::tile_sum::Job {
   Report* report = nullptr;
 };
 
@@ -106,7 +105,7 @@ void sum_fast(const Job& job, cudaStream_t stream);
 // ---- Step 4 (sm_90): one bulk copy per tile, completing on an mbarrier --------------------
 // The same pipeline where one thread moves each tile with one cp.async.bulk into shared
 // memory, completing on the stage's mbarrier (expected bytes: what is copied), and every
-// thread waits for the stage's phase with ptx.cuh's wait_phase (reporting to job.report).
+// thread waits for the stage's phase with device.cuh's wait_phase (reporting to job.report).
 // Bulk copies move multiples of 16 bytes from 16-byte aligned addresses: the array's last
 // 1-3 words take another path. SASS: UBLKCP.S.G, SYNCS. Kernel: sum_bulk_kernel<Stages>.
 void sum_bulk(const Job& job, cudaStream_t stream);
@@ -160,6 +159,15 @@ CUtensorMap tensor_map_for(const Matrix& m);
 void sum_tma(const MatrixJob& job, cudaStream_t stream);
 
 // ---- Provided (provided.cu) --------------------------------------------------------------
+
+// Register staging, the starting point of steps 2-4 (each thread loads its words into
+// registers, stores them to the tile, barrier, compute), as one kernel: what the pipelines
+// are timed against. Kernel: sum_sync_kernel.
+void sum_sync(const Job& job, cudaStream_t stream);
+
+// The ceiling every pipeline is measured against (cml/tile_sum.cuh): a plain vectorised
+// read-only kernel over the same array, the same sums straight from registers.
+inline void sum_read_only(const Job& job, cudaStream_t stream) { cml::tile_sum::sum_read_only(job, stream); }
 
 // Fills every SM's shared memory with garbage. Shared memory keeps its contents from one
 // kernel to the next, so a kernel that reads a word before its copy landed may find the

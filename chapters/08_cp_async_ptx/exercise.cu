@@ -8,12 +8,11 @@
 //   ./lab check 08                       the chapter's tests: which steps pass, and why not
 //   ./lab hint 08                        one more hint (chapters/08_cp_async_ptx/hints.md)
 //
-// What each function must do is in cp_async_ptx.cuh; the PTX wrappers you may call are in
-// ptx.cuh; the tile helpers (tile_span, compute_tile, finish_block, box_span, compute_box,
-// for_stages, stage_bytes) in tiles.cuh.
+// What each function must do is in cp_async_ptx.cuh; the PTX wrappers you may call and the
+// tile helpers (tile_span, compute_tile, finish_block, box_span, compute_box, for_stages,
+// stage_bytes) are in device.cuh.
 #include "cp_async_ptx.cuh"
-#include "ptx.cuh"
-#include "tiles.cuh"
+#include "device.cuh"
 
 #include "cml/errors.hpp"
 
@@ -118,7 +117,7 @@ void reverse_warp(Reverse how, const int* a, int* b, int threads, cudaStream_t s
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(2): chapter 07's multi-stage pipeline with your cp_async and ptx.cuh's commit and
+// TODO(2): chapter 07's multi-stage pipeline with your cp_async and device.cuh's commit and
 // wait: job.stages buffers of one tile in dynamic shared memory (sized by the launcher),
 // and while the block computes on its k-th tile, the copies of its tiles k + 1 ..
 // k + Stages - 1 are in flight. Each thread copies its words of a tile with 4-byte copies
@@ -155,7 +154,7 @@ void sum_fast(const Job& job, cudaStream_t stream) {
 
 // TODO(4): (sm_90) the same pipeline where ONE thread moves each tile with one bulk copy
 // into shared memory, completing on an mbarrier of its stage, and every thread waits for
-// the stage's phase with ptx.cuh's wait_phase (pass it job.report) before computing.
+// the stage's phase with device.cuh's wait_phase (pass it job.report) before computing.
 // Constraints: a barrier is initialised by one thread, and made visible to the copy engine
 // and to the other threads before anyone uses it; a phase completes when its arrivals are
 // made and the bytes it expects have landed — expect exactly the bytes the copy delivers;
@@ -173,7 +172,7 @@ void sum_bulk(const Job& job, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(5): (sm_90) the same pipeline over the boxes of a matrix (tiles.cuh: box_span,
+// TODO(5): (sm_90) the same pipeline over the boxes of a matrix (device.cuh: box_span,
 // compute_box), each box one 2D load by the tensor memory accelerator through `map` (the
 // launcher builds it), completing on the stage's mbarrier. Boxes at the right and bottom
 // edges stick out of the matrix: let the copy engine handle that (what it reads, what it

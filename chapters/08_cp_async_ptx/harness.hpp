@@ -1,13 +1,13 @@
 // Chapter 08 — what the program (main.cu and its modes) and the tests
-// (tests/test_08_cp_async_ptx.cpp) share: the pipelines as a table beside chapter 07's,
-// the tile copy's widths, the matrices of step 5 with their CPU reference, the experiment's
-// expected answer, and the mbarrier wait report in words. Host code only; chapter 07's
-// harness gives the array, its reference sums and the checked sizes.
+// (tests/test_08_cp_async_ptx.cpp) share: the pipelines as a table, the tile copy's
+// widths, the matrices of step 5 with their CPU reference, the experiment's expected
+// answer, and the mbarrier wait report in words. Host code only; the tiled sum
+// (cml/tile_sum.cuh) gives the array, its reference sums and the checked sizes.
 #pragma once
 
 #include "cp_async_ptx.cuh"
 
-#include "../07_memcpy_async/harness.hpp"
+#include "cml/tile_sum.cuh"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -21,31 +21,27 @@
 
 namespace ch08 {
 
-using ch07::check_partials;
-using ch07::checked_cases;
-using ch07::make_input;
-using ch07::reference_partials;
-using ch07::to_device;
-using ch07::word_at;
+using cml::tile_sum::Case;
+using cml::tile_sum::check_partials;
+using cml::tile_sum::checked_cases;
+using cml::tile_sum::make_input;
+using cml::tile_sum::reference_partials;
+using cml::tile_sum::to_device;
+using cml::tile_sum::word_at;
 
 // ---- The 1D pipelines -------------------------------------------------------------------
 
 using SumFn = void (*)(const Job&, cudaStream_t);
 
-// One pipeline over the chapter's job: chapter 07's columns (step 0: provided or chapter
-// 07's), and whether it needs compute capability 9.0.
-struct Variant : ch07::VariantColumns<Job> {
+// One pipeline over the chapter's job: the workload's columns (step 0: provided), and
+// whether it needs compute capability 9.0.
+struct Variant : cml::tile_sum::VariantColumns<Job> {
   bool sm90;
 };
 
 inline const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = {
-      {"sync", "register staging (chapter 07's provided kernel)",
-       [](const Job& j, cudaStream_t s) { ch07::sum_sync(j, s); }, "ch07::sum_sync_kernel", 0, false, false},
-      {"ch07-pipeline", "cuda::pipeline, 4-byte copies (chapter 07's solution)",
-       [](const Job& j, cudaStream_t s) { ch07::sum_pipeline(j, s); }, "ch07::sum_pipeline_kernel", 0, true, false},
-      {"ch07-fast", "cuda::pipeline, aligned_size_t<16> (chapter 07's solution)",
-       [](const Job& j, cudaStream_t s) { ch07::sum_fast(j, s); }, "ch07::sum_fast_kernel", 0, true, false},
+      {"sync", "register staging (provided)", sum_sync, "ch08::sum_sync_kernel", 0, false, false},
       {"pipeline", "cp.async.ca 4 bytes, commit/wait groups (step 2)", sum_pipeline, "ch08::sum_pipeline_kernel<", 2,
        true, false},
       {"fast", "cp.async.cg 16 bytes, zero-filled tail (step 3)", sum_fast, "ch08::sum_fast_kernel<", 3, true, false},
@@ -55,17 +51,13 @@ inline const std::vector<Variant>& variants() {
   return v;
 }
 
-// The ceiling every pipeline is measured against: chapter 07's plain vectorised read-only
-// kernel over the same array (the same sums, straight from registers).
-inline void sum_read_only(const Job& job, cudaStream_t stream) { ch07::sum_read_only(job, stream); }
-
 // The lengths every pipeline is checked on: first some that end on a 16-byte piece (so a
 // failure that only ragged ends show is the tail's), with blocks owning several tiles and
-// tile counts that are not multiples of the stages; then chapter 07's, which end inside a
+// tile counts that are not multiples of the stages; then the workload's, which end inside a
 // piece, inside a tile, or give blocks no tile at all.
-inline const std::vector<ch07::Case>& sum_cases() {
-  static const std::vector<ch07::Case> c = [] {
-    std::vector<ch07::Case> all = {
+inline const std::vector<Case>& sum_cases() {
+  static const std::vector<Case> c = [] {
+    std::vector<Case> all = {
         {4, 1, "one 16-byte piece"},
         {3 * kTileWords, 1, "3 whole tiles on 1 block"},
         {13 * kTileWords + 8, 2, "13 tiles + 8 words on 2 blocks (7 and 6 tiles: not multiples of 2, 3 or 4)"},
@@ -77,11 +69,11 @@ inline const std::vector<ch07::Case>& sum_cases() {
   return c;
 }
 
-// Chapter 07's job, with the report a bounded wait writes to.
+// The tiled sum's job, with the report a bounded wait writes to.
 inline Job make_job(const Word* in, std::size_t n, Word* partial, int blocks, int compute, int stages,
                     Report* report = nullptr) {
   Job j;
-  static_cast<ch07::Job&>(j) = ch07::make_job(in, n, partial, blocks, compute, stages);
+  static_cast<cml::tile_sum::Job&>(j) = cml::tile_sum::make_job(in, n, partial, blocks, compute, stages);
   j.report = report;
   return j;
 }
@@ -143,8 +135,8 @@ inline const std::vector<CopyKind>& copy_kinds() {
 
 // The copy's lengths: ends inside a 4-, 8- and 16-byte piece, inside and at the end of a
 // tile, on grids where blocks have 0, 1 or many tiles.
-inline const std::vector<ch07::Case>& copy_cases() {
-  static const std::vector<ch07::Case> c = {
+inline const std::vector<Case>& copy_cases() {
+  static const std::vector<Case> c = {
       {0, 2, "empty"},
       {1, 1, "one word: 3 bytes of a 16-byte piece zero-filled"},
       {2, 1, "two words"},
@@ -279,7 +271,7 @@ inline MatrixJob make_matrix_job(const Matrix& in, Word* partial, int blocks, in
   MatrixJob j;
   j.in = in;
   j.report = report;
-  return ch07::with_grid(j, partial, blocks, compute, stages);
+  return cml::tile_sum::with_grid(j, partial, blocks, compute, stages);
 }
 
 }  // namespace ch08

@@ -9,7 +9,7 @@
 //   ./lab run 08 -- --mode=variants --stages=2 --blocks-per-sm=2
 //   ./lab run 08 -- --mode=tma --cols=8191          sm_90: a pitched matrix through TMA
 //   ./lab bench 08 -- --mode=sweep                  stages x blocks per SM: sweep.csv, sweep.png
-#include "modes.hpp"
+#include "program/modes.hpp"
 
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"

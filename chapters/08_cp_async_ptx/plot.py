@@ -6,57 +6,42 @@
     ./lab bench 08 --solution -- --mode=copy        # copy.csv
     python3 chapters/08_cp_async_ptx/plot.py DIR    # reads DIR/*.csv, writes DIR/*.png
 
-variants.png: each pipeline's speed as a fraction of the read-only kernel and of chapter
-07's cuda::pipeline, in one configuration: the PTX pipeline against the library's, and the
-bulk and TMA versions against both. sweep.png: one panel per stage count, each pipeline's
+variants.png: each pipeline's speed as a fraction of the read-only kernel and of register
+staging, in one configuration. sweep.png: one panel per stage count, each pipeline's
 speed as a fraction of the read-only kernel against the blocks per SM: where the stages
 matter (few blocks per SM) and where they do not. copy.png: the tile copy at each width and
 cache level, as a fraction of cudaMemcpy.
 """
-import importlib.util
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: labkit is importable
-from labkit.plotting import number, paired_barh, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
-
-
-def _chapter_07():
-    """Chapter 07's plot.py, whose figures these are over this chapter's pipelines (the same
-    CSV columns): loaded by its path, since both files are called plot.py."""
-    spec = importlib.util.spec_from_file_location(
-        "ch07_plot", Path(__file__).resolve().parents[1] / "07_memcpy_async" / "plot.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ch07 = _chapter_07()
+from labkit.plotting import barh, label_of, line_panels, number, paired_barh, plot_main, read_csv  # noqa: E402
 
 
 def variants(folder, label):
     rows = read_csv(folder / "variants.csv")
-    return paired_barh(folder / "variants.png", [ch07.label_of(r) for r in rows],
+    return paired_barh(folder / "variants.png", [label_of(r) for r in rows],
                        [("of read-only", [number(r["of read-only"]) for r in rows]),
-                        ("of ch07-pipeline", [number(r["of ch07-pipeline"]) for r in rows])],
-                       "speed (GB/s), as a fraction", f"cp.async, bulk and TMA pipelines beside chapter 07's: {label}")
+                        ("of sync", [number(r["of sync"]) for r in rows])],
+                       "speed (GB/s), as a fraction", f"cp.async, bulk and TMA pipelines: {label}")
 
 
 def sweep(folder, label):
     rows = read_csv(folder / "sweep.csv")
-    return ch07.line_panels(
+    return line_panels(
         folder / "sweep.png", panels=sorted({int(r["stages"]) for r in rows if r["stages"] not in ("-", "")}),
         panel_title=lambda st: f"{st} stage(s)",
         names=list(dict.fromkeys(r["variant"] for r in rows if r["variant"] != "read-only")),
         points=lambda name, st: {int(r["blocks per SM"]): number(r["of read-only"]) for r in rows
                                  if r["variant"] == name and r["stages"] in (str(st), "-")},
-        xs=sorted({int(r["blocks per SM"]) for r in rows}), xlabel="blocks per SM", dashed=("ch07", "sync"),
-        title=f"Stages x blocks per SM (dashed: chapter 07 and register staging): {label}", log2_x=True)
+        xs=sorted({int(r["blocks per SM"]) for r in rows}), xlabel="blocks per SM", dashed=("sync",),
+        title=f"Stages x blocks per SM (dashed: register staging): {label}", log2_x=True)
 
 
 def copy(folder, label):
     rows = read_csv(folder / "copy.csv")
-    return ch07.barh(folder / "copy.png", [r["copy"] for r in rows], [number(r["of cudaMemcpy"]) for r in rows],
+    return barh(folder / "copy.png", [r["copy"] for r in rows], [number(r["of cudaMemcpy"]) for r in rows],
                      "speed, fraction of cudaMemcpy device to device (bytes read + written)",
                      f"The tile copy through shared memory: {label}")
 

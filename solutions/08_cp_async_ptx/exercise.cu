@@ -5,8 +5,7 @@
 //   ./lab run 08 --solution          the chapter's program with this file
 //   ./lab diff 08                    your file against this one (spoils the chapter)
 #include "cp_async_ptx.cuh"
-#include "ptx.cuh"
-#include "tiles.cuh"
+#include "device.cuh"
 
 #include "cml/errors.hpp"
 
