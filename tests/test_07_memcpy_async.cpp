@@ -13,9 +13,10 @@
 //   build/tests/test_ch07_solution "[.measure]"   both sides of the speed bars, five runs
 #include "harness.hpp"
 #include "memcpy_async.cuh"
-#include "integrity.hpp"
+
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
+#include "integrity.hpp"
 #include "kernel_sass.hpp"
 #include "sanitizer_target.hpp"
 #include "speed_bar.hpp"
@@ -23,21 +24,15 @@
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
+#include "cml/guarded.hpp"
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
-#include "cml/tools.hpp"
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <optional>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
-
-#include <sys/wait.h>
 
 namespace {
 
@@ -47,35 +42,20 @@ using ch07::Word;
 
 // Asynchronous copies (cp.async) exist from compute capability 8.0: a test case skips,
 // saying so, before. A macro: CML_SKIP returns from the test case itself under Catch2 v2.
-#define CML_NEED_SM80()                                                                              \
-  do {                                                                                               \
-    const auto& d_ = cml::test::device();                                                            \
-    if (d_.cc() < 80)                                                                                \
-      CML_SKIP("asynchronous copies to shared memory (cp.async, LDGSTS) need compute capability 8.0; " + \
-               d_.name + " is " + std::to_string(d_.cc_major) + "." + std::to_string(d_.cc_minor));  \
-  } while (0)
-
-constexpr std::size_t kGuard = 16;  // poisoned partials after the grid's: nothing may be written there
+#define CML_NEED_SM80() CML_REQUIRE_CC(80, "asynchronous copies to shared memory (cp.async, LDGSTS)")
 
 // Runs fn once on n words of word_at(i) (allocated exactly: memcheck sees a read past
-// in[n - 1]) and compares every block's sum with the CPU's. "" when right.
+// in[n - 1]) and compares every block's sum with the CPU's, the partials followed by
+// poisoned words nothing may write. "" when right.
 std::string sums_error(SumFn fn, std::size_t n, int blocks, int compute, int stages) {
   const auto host = ch07::make_input(n);
-  cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(static_cast<std::size_t>(blocks) + kGuard);
+  cml::DeviceBuffer<Word> in(n > 0 ? n : 1);
   if (n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(partial.data(), 0xFF, (blocks + kGuard) * sizeof(Word)));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  const Job job = ch07::make_job(in.data(), n, partial.data(), blocks, compute, stages);
+  const cml::GuardedBuffer<Word> partial(static_cast<std::size_t>(blocks));
   cml::Stream s;
-  fn(job, s);
-  s.synchronize();
-  std::vector<Word> got(static_cast<std::size_t>(blocks) + kGuard);
-  CUDA_CHECK(cudaMemcpy(got.data(), partial.data(), got.size() * sizeof(Word), cudaMemcpyDeviceToHost));
-  for (std::size_t i = blocks; i < got.size(); ++i)
-    if (got[i] != 0xFFFFFFFFu)
-      return "wrote past the grid's partials (partial[" + std::to_string(i) + "] with " + std::to_string(blocks) +
-             " blocks)";
-  got.resize(static_cast<std::size_t>(blocks));
+  fn(ch07::make_job(in.data(), n, partial.data(), blocks, compute, stages), s);
+  std::vector<Word> got;
+  if (const std::string past = partial.read(got, "the grid's partials", s); !past.empty()) return past;
   const auto r = ch07::check_partials(got, ch07::reference_partials(host, blocks, compute), n);
   return r.ok ? "" : r.describe();
 }
@@ -113,18 +93,12 @@ void check_sums(SumFn fn, bool staged, const char* step) {
 
 // The function only enqueues its kernel on the stream it is given: one kernel, also for
 // n == 0 (the partials are still written).
-std::string capture_error(SumFn fn, std::size_t n, int stages) {
-  cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
-  const Job job = ch07::make_job(in.data(), n, partial.data(), 4, 0, stages);
-  return cml::test::enqueue_only_error([&](cudaStream_t s) { fn(job, s); }, 1);
-}
-
 void check_enqueues_only(SumFn fn, const char* name, int stages) {
   for (const std::size_t n : {std::size_t{5000}, std::size_t{0}}) {
-    const std::string err = capture_error(fn, n, stages);
-    INFO(name << " on n = " << n << ": " << err
-              << " (memcpy_async.cuh: each function only enqueues its kernel on `stream`, also for n == 0)");
-    CHECK(err.empty());
+    cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
+    const Job job = ch07::make_job(in.data(), n, partial.data(), 4, 0, stages);
+    CML_CHECK_ENQUEUE_ONLY(std::string(name) + " on n = " + std::to_string(n), [&](cudaStream_t s) { fn(job, s); }, 1,
+                           "memcpy_async.cuh: each function only enqueues its kernel on `stream`, also for n == 0");
   }
 }
 
@@ -138,21 +112,7 @@ void check_stage_range(SumFn fn, const char* name) {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-void check_not_the_solution() {
-  const std::string err = cml::test::exercise_includes_solution(__FILE__, "07_memcpy_async");
-  INFO(err);
-  CHECK(err.empty());
-}
-
 // ---- SASS -------------------------------------------------------------------------------
-
-// Global loads into registers: LDG of any width ("LDGSTS" and "LDGDEPBAR" are not loads
-// into registers).
-std::size_t global_loads(const cml::sass::Function& f) {
-  std::size_t n = 0;
-  for (const auto& o : f.opcodes) n += (o == "LDG" || o.rfind("LDG.", 0) == 0) ? 1 : 0;
-  return n;
-}
 
 // The tile reaches shared memory by asynchronous copies only, committed and waited for.
 // Each check has its own message in its own scope, so a failure never shows an earlier
@@ -165,7 +125,7 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
     CHECK(ldgsts + ublkcp > 0);
   }
   {
-    const std::size_t ldg = global_loads(f);
+    const std::size_t ldg = cml::sass::count(f, "LDG");  // LDG.*, not LDGSTS or LDGDEPBAR
     INFO(kernel << " has " << ldg << " LDG (global loads into registers) beside its " << ldgsts + ublkcp
          << " asynchronous copies: every word of the tile must reach shared memory by the asynchronous copy, none "
          "through a register (" << step << "; ./lab hint 07)");
@@ -194,44 +154,31 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
 
 // ---- compute-sanitizer ------------------------------------------------------------------
 
-
 #define check_no_race(kernel, step, advice)                                                              \
   do {                                                                                                   \
     CML_NEED_SM80();                                                                                     \
-    std::string why_;                                                                                    \
-    const std::string report_ =                                                                          \
-        cml::test::sanitize_target("racecheck", std::string("racecheck:") + (kernel), why_);             \
-    if (!why_.empty()) CML_SKIP(why_);                                                                   \
-    INFO("compute-sanitizer racecheck found hazards in " << (kernel) << " on a small array: a thread read "  \
-         "shared memory before the copy that writes it completed (or a copy overwrote words still being "   \
-         "read) — even where the sums came out right: " << advice << " (" << (step) << "; ./lab hint 07)\n"  \
-         << report_);                                                                                    \
-    CHECK(report_.empty());                                                                              \
+    CML_CHECK_SANITIZER("racecheck", std::string("racecheck:") + (kernel),                               \
+                        "hazards in " << (kernel) << " on a small array: a thread read shared memory before " \
+                        "the copy that writes it completed (or a copy overwrote words still being read) — "   \
+                        "even where the sums came out right: " << (advice) << " (" << (step)                  \
+                        << "; ./lab hint 07)");                                                          \
   } while (0)
 
 // ---- Speed ------------------------------------------------------------------------------
 
 // The speed bars, each a ratio to a kernel timed interleaved in the same process, at 2
 // blocks per SM and no compute (copy-bound, occupancy limited: where the lesson shows).
-// Five runs each side (build/tests/test_ch07_solution "[.measure]"), 2026-11-23. The H100
-// and the H200 differ: the H200's 4.8 TB/s leaves a thread fewer cycles per 16 bytes, so
-// every instruction in the loop costs it more; each bar sits between the slowest correct
-// figure and the fastest mistake of either GPU.
-//   The 3-stage pipeline over its own 1-stage form (the overlap itself): the solution
-//   1.72-1.73 on the H200, about 1.45 on the H100; a wait for everything committed, or
-//   one stage, 1.0 by construction. Middle: 1.2.
+// Each sits between the slowest correct figure and the fastest mistake of the H100 and the
+// H200, which differ; docs/07_memcpy_async.md, "Speed bars", has both sides of each.
+//   The 3-stage pipeline over its own 1-stage form: the overlap itself (no overlap: 1.0).
 constexpr double kStagesOverOne = 1.2;
-//   The pipeline over register staging: the solution 1.40-1.41 on the H200, 1.43 on the
-//   H100; no overlap (one stage) 0.81-0.82, register staging itself 1.0. Middle: 1.2.
+//   The pipeline over register staging (one stage, no overlap: about 0.8).
 constexpr double kPipelineOverSync = 1.2;
-//   The pipeline (4-byte copies) against the plain vectorised read-only kernel: the
-//   solution 0.71 on the H200, 0.90 on the H100; one stage 0.41 on the H200 (0.40 on the
-//   H100 before the loop was trimmed). Middle: 0.55.
+//   The 4-byte pipeline against the plain vectorised read-only kernel (one stage: 0.41).
 constexpr double kPipelineOverReadOnly = 0.55;
-//   Step 4: the 16-byte copies over step 3's 4-byte ones, same point: the solution 1.28 on
-//   the H200, 1.13 on the H100; the mistake (4-byte copies on the fast path) 1.0 by
-//   construction. Middle of 1.0 and 1.13: 1.06 (the H100's gap is narrow: its slower
-//   memory leaves the 4-byte loop time to issue).
+//   Step 4: the 16-byte copies over step 3's 4-byte ones (the mistake, 4-byte copies on the
+//   fast path: 1.0). The H100's gap is narrow: its slower memory leaves the 4-byte loop time
+//   to issue its copies.
 constexpr double kFastOverPipeline = 1.06;
 
 // The array every speed bar times, large_array_bytes() of it (its words do not matter),
@@ -280,13 +227,14 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged array", "[.tar
 
 // ---- Step 1 -----------------------------------------------------------------------------
 
+CML_INTEGRITY_CASE(07, "07_memcpy_async")
+
 TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multiples of the tile", "[ch07][step1][correctness]") {
   CML_NEED_SM80();
-  check_not_the_solution();
   check_sums(ch07::sum_cg, false, "step 1");
 }
 
-TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][correctness]") {
+TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][mechanism]") {
   CML_NEED_SM80();
   check_enqueues_only(ch07::sum_cg, "sum_cg", 1);
 }
@@ -309,6 +257,10 @@ TEST_CASE("step 1: sum_cg_kernel reads no tile before its copy completed (racech
 TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not multiples of the tile", "[ch07][step2][correctness]") {
   CML_NEED_SM80();
   check_sums(ch07::sum_barrier, false, "step 2");
+}
+
+TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][step2][mechanism]") {
+  CML_NEED_SM80();
   check_enqueues_only(ch07::sum_barrier, "sum_barrier", 1);
 }
 
@@ -334,8 +286,12 @@ TEST_CASE("step 2: sum_barrier_kernel reads no tile before its copy completed (r
 TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it", "[ch07][step3][correctness]") {
   CML_NEED_SM80();
   check_sums(ch07::sum_pipeline, true, "step 3");
-  check_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3);
   check_stage_range(ch07::sum_pipeline, "sum_pipeline");
+}
+
+TEST_CASE("step 3: sum_pipeline only enqueues one kernel on its stream", "[ch07][step3][mechanism]") {
+  CML_NEED_SM80();
+  check_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3);
 }
 
 TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not through registers (SASS)", "[ch07][step3][mechanism]") {
@@ -404,8 +360,12 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
 TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n not a multiple of 4", "[ch07][step4][correctness]") {
   CML_NEED_SM80();
   check_sums(ch07::sum_fast, true, "step 4");
-  check_enqueues_only(ch07::sum_fast, "sum_fast", 3);
   check_stage_range(ch07::sum_fast, "sum_fast");
+}
+
+TEST_CASE("step 4: sum_fast only enqueues one kernel on its stream", "[ch07][step4][mechanism]") {
+  CML_NEED_SM80();
+  check_enqueues_only(ch07::sum_fast, "sum_fast", 3);
 }
 
 TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS)", "[ch07][step4][mechanism]") {
@@ -423,14 +383,10 @@ TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS
 
 TEST_CASE("step 4: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch07][step4][mechanism]") {
   CML_NEED_SM80();
-  std::string why;
-  const std::string report = cml::test::sanitize_target("memcheck", "memcheck:sum_fast_kernel", why);
-  if (!why.empty()) CML_SKIP(why);
-  INFO("compute-sanitizer memcheck found bad accesses by sum_fast_kernel on 7 tiles + 3 words: a 16-byte copy of "
-       "the array's last, partial piece reads past the end of the array — copy whole 16-byte pieces with "
-       "aligned_size_t<16>, and the last 1-3 words one by one (step 4; ./lab hint 07)\n"
-       << report);
-  CHECK(report.empty());
+  CML_CHECK_SANITIZER("memcheck", "memcheck:sum_fast_kernel",
+                      "bad accesses by sum_fast_kernel on 7 tiles + 3 words: a 16-byte copy of the array's last, "
+                      "partial piece reads past the end of the array — copy whole 16-byte pieces with "
+                      "aligned_size_t<16>, and the last 1-3 words one by one (step 4; ./lab hint 07)");
 }
 
 TEST_CASE("step 4: sum_fast_kernel reads no stage before its copy completed (racecheck)", "[ch07][step4][mechanism]") {

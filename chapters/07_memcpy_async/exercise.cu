@@ -1,7 +1,7 @@
 // Chapter 07 — asynchronous copies from global to shared memory. THE file you edit: four
 // steps, TODO(1) to TODO(4). Every function works as shipped: each kernel runs the
-// register-staged body (device.cuh's sum_through_registers), correct and synchronous. Keep
-// the kernels' names: the tests find them by name in the compiled code.
+// register-staged body (sum_through_registers, from cml/tile_sum.cuh), correct and
+// synchronous. Keep the kernels' names: the tests find them by name in the compiled code.
 //
 //   ./lab run 07                         every variant against the CPU, timed beside a read-only kernel
 //   ./lab run 07 -- --mode=shmoo         stages x compute x blocks per SM, for the plot
@@ -9,8 +9,8 @@
 //   ./lab hint 07                        one more hint (chapters/07_memcpy_async/hints.md)
 //
 // What each function must do is in memcpy_async.cuh (Job, tiles, kTileWords, kThreads);
-// what you may call on the device is in device.cuh (tile_span, compute_tile, finish_block).
-#include "device.cuh"
+// what you may call on the device, the workload chapter 08 shares, is in
+// common/cml/tile_sum.cuh (tile_span, compute_tile, finish_block).
 #include "memcpy_async.cuh"
 
 #include "cml/errors.hpp"
@@ -32,7 +32,7 @@ namespace ch07 {
 // take part in, and no thread computes on the tile before every word of it has landed.
 // Constraints: any n (the last tile is short), the tile's words are read by other
 // threads than the ones that copied them, and the next tile's copy may not overwrite
-// words another thread is still reading. Start from device.cuh's sum_through_registers.
+// words another thread is still reading. Start from sum_through_registers (cml/tile_sum.cuh).
 __global__ void __launch_bounds__(kThreads) sum_cg_kernel(const Job job) { sum_through_registers(job); }
 
 void sum_cg(const Job& job, cudaStream_t stream) {

@@ -15,64 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: labkit is importable
-from labkit.plotting import number, plot_main, read_csv  # noqa: E402  (sets matplotlib's backend)
-
-# Chapter 08's plot.py draws its figures with label_of, line_panels and barh too: its CSV
-# files have these columns, and its figures are these figures over its own pipelines.
-
-
-def label_of(row):
-    return row["variant"] + (f" x{row['stages']}" if row["stages"] not in ("-", "") else "")
-
-
-def line_panels(path, panels, panel_title, names, points, xs, xlabel, dashed, title, log2_x=False):
-    """One panel per value of `panels`, titled panel_title(value), all sharing the y axis:
-    speed as a fraction of the read-only kernel. In each, one line per name, through
-    points(name, panel) -> {x: speed} at the xs it has (evenly spaced, or on a log2 axis),
-    dashed where the name starts with one of `dashed` (the references). Writes `path`."""
-    import matplotlib.pyplot as plt  # here: without matplotlib, plot_main says so in one line
-
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4.5), sharey=True, squeeze=False)
-    for ax, panel in zip(axes[0], panels):
-        for name in names:
-            pts = points(name, panel)
-            have = [x for x in xs if x in pts]
-            ax.plot(have if log2_x else [xs.index(x) for x in have], [pts[x] for x in have],
-                    "--" if name.startswith(dashed) else "-", marker="o", markersize=3, label=name)
-        if log2_x:
-            ax.set_xscale("log", base=2)
-        ax.set_xticks(xs if log2_x else range(len(xs)))
-        ax.set_xticklabels([str(x) for x in xs])
-        ax.set_xlabel(xlabel)
-        ax.set_title(panel_title(panel), fontsize=9)
-        ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("speed, fraction of the read-only kernel")
-    axes[0][-1].legend(fontsize=6, loc="lower right")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def barh(path, labels, values, xlabel, title):
-    """One horizontal bar per label, top to bottom. Writes `path` (PNG) and returns it."""
-    import matplotlib.pyplot as plt
-
-    y = range(len(labels))
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(labels) + 1.5))
-    ax.barh(list(y), values)
-    ax.set_yticks(list(y))
-    ax.set_yticklabels(labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
+from labkit.plotting import barh, label_of, line_panels, number, plot_main, read_csv  # noqa: E402
 
 def shmoo(folder, label):
     rows = read_csv(folder / "shmoo.csv")

@@ -1,7 +1,6 @@
 // Chapter 07 — what the chapter provides: the register-staged kernel (variant a) every
-// step starts from, and the ceiling the variants are measured against: a plain vectorised
-// read-only kernel that computes the same sums straight from registers.
-#include "device.cuh"
+// step starts from. The ceiling the variants are measured against, the read-only kernel,
+// is chapter 08's too: cml/tile_sum.cuh.
 #include "memcpy_async.cuh"
 
 #include "cml/errors.hpp"
@@ -12,42 +11,6 @@ __global__ void __launch_bounds__(kThreads) sum_sync_kernel(const Job job) { sum
 
 void sum_sync(const Job& job, cudaStream_t stream) {
   sum_sync_kernel<<<job.blocks, kThreads, 0, stream>>>(job);
-  CUDA_CHECK_LAUNCH();
-}
-
-// Each thread reads the 16-byte piece 4t .. 4t + 3 of its block's tiles (LDG.E.128 through
-// the read-only path: `in` is const __restrict__), two tiles per round so that two loads
-// per thread are in flight, and computes on registers. No shared memory, no barrier: what
-// moving the array through the SMs can reach.
-__global__ void __launch_bounds__(kThreads) sum_read_only_kernel(const Word* __restrict__ in, std::size_t n,
-                                                                   Word* __restrict__ partial, int compute) {
-  const std::size_t tiles = tile_count(n);
-  const std::size_t full = n / kTileWords;  // tiles with all kTileWords words
-  const int first = 4 * static_cast<int>(threadIdx.x);
-  Word acc = 0;
-  std::size_t t = blockIdx.x;
-  for (; t + gridDim.x < full; t += 2 * static_cast<std::size_t>(gridDim.x)) {
-    const uint4 a = __ldg(reinterpret_cast<const uint4*>(in + t * kTileWords + first));
-    const uint4 b = __ldg(reinterpret_cast<const uint4*>(in + (t + gridDim.x) * kTileWords + first));
-    acc += work(a.x, compute) + work(a.y, compute) + work(a.z, compute) + work(a.w, compute);
-    acc += work(b.x, compute) + work(b.y, compute) + work(b.z, compute) + work(b.w, compute);
-  }
-  for (; t < tiles; t += gridDim.x) {
-    const std::size_t base = t * kTileWords;
-    const std::size_t left = n - base;
-    const int count = left < static_cast<std::size_t>(kTileWords) ? static_cast<int>(left) : kTileWords;
-    if (first + 4 <= count) {
-      const uint4 a = __ldg(reinterpret_cast<const uint4*>(in + base + first));
-      acc += work(a.x, compute) + work(a.y, compute) + work(a.z, compute) + work(a.w, compute);
-    } else {
-      for (int i = first; i < count; ++i) acc += work(__ldg(in + base + i), compute);
-    }
-  }
-  finish_block(acc, partial);
-}
-
-void sum_read_only(const Job& job, cudaStream_t stream) {
-  sum_read_only_kernel<<<job.blocks, kThreads, 0, stream>>>(job.in, job.n, job.partial, job.compute);
   CUDA_CHECK_LAUNCH();
 }
 
