@@ -2,15 +2,20 @@
 // checked for its result through your own code's path, for its mechanism (CUPTI: what kind
 // of memory a copy came from, how many copies ran and on which stream; the runtime calls
 // your functions made; pointer attributes) and, where the step is about speed, for a speed
-// ratio measured in this process.
+// ratio measured in this process. "Returns at once" and "only enqueues" are judged against
+// a gate kernel that holds the stream shut until the test opens it (tests/support/gate.hpp,
+// enqueue_only.hpp): a call that waits for the GPU returns only once the gate gives up.
 //
 //   ./lab check 01                        against your exercise.cu
 //   meson test -C build "ch01 solution"   against the solution
 //   build/tests/test_ch01_solution "[.measure]"   both sides of the speed bars
+//                                         (docs/01_transfers.md, "Speed bars")
 #include "api_calls.hpp"
-#include "integrity.hpp"
+#include "enqueue_only.hpp"
+#include "gate.hpp"
 #include "gpu.hpp"
 #include "harness.hpp"
+#include "integrity.hpp"
 #include "pinned.hpp"
 #include "transfers.cuh"
 
@@ -32,22 +37,19 @@ using cml::test::is_pinned;
 using cml::trace::CopyKind;
 using cml::trace::MemoryKind;
 
-// Defined by the solution's exercise.cu only (weak: absent, its address is null).
-extern "C" __attribute__((weak)) const int cml_ch01_solution_tu;
-
 namespace {
 
-// The bars sit mid-gap between the slowest correct answer and the fastest taught mistake,
-// five runs each (build/tests/test_ch01_solution "[.measure]"). Speed-ups spread over a
-// wide range, so "mid" is the geometric middle of the two sides.
-// 64 MiB host-to-device, pageable time over the learner's buffer's time. H100, 2026-11-23:
-// pinned memory (the solution) 6.48-7.04x; pageable memory (the mistake, 1.0 by
-// construction) 0.98-1.03x. Middle: 2.6.
+// The speed bars sit mid-gap between the slowest correct answer and the fastest taught
+// mistake, five runs each (build/tests/test_ch01_solution "[.measure]"); speed-ups spread
+// over a wide range, so "mid" is the geometric middle of the two sides. The measurements
+// behind them: docs/01_transfers.md, "Speed bars: the measurements behind them".
+// 64 MiB host-to-device, pageable time over the learner's buffer's time: page-locked memory
+// against pageable memory (the mistake, 1.0 by construction); the solution's slowest run on
+// the H100 gave 6.48x.
 constexpr double kPinnedBar = 2.6;
-// 1024 x 4 KiB: one cudaMemcpy per piece over send_batched. H100, 2026-11-23: the slowest
-// correct send (pack into one buffer, one copy, one thread) 14.2-16.0x, send_batched
-// 19.4-24.7x; the fastest taught mistake (one cudaMemcpyAsync per piece) 3.50-3.71x.
-// Middle: 7.0.
+// 1024 x 4 KiB, one cudaMemcpy per piece over send_batched: the slowest correct send (one
+// thread packs, one copy) against the fastest taught mistake (one cudaMemcpyAsync per
+// piece), which gave at most 3.71x on the H100.
 constexpr double kBatchBar = 7.0;
 
 const char* const kFreePinnedCrash =
@@ -108,51 +110,37 @@ struct ZeroCopyOwner {
   bool owned = true;
 };
 
-// Work that keeps a stream busy for milliseconds (sums over 256 MiB of device memory, 128
-// times): what an asynchronous call must not wait for.
-struct Hold {
-  cml::DeviceBuffer<std::uint32_t> words{std::size_t{64} << 20};
-  cml::DeviceBuffer<unsigned long long> sum{1};
-  Hold() {
-    CUDA_CHECK(cudaMemset(words.data(), 1, words.bytes()));
-    CUDA_CHECK(cudaDeviceSynchronize());  // lands before the sums on a non-blocking stream
-  }
-  void on(cudaStream_t s) {
-    // About 90 ms on an H100: it must outlast a call that only enqueues, even on a loaded
-    // host (128 sums, 11 ms, did not when three builds shared the machine).
-    for (int i = 0; i < 1024; ++i) ch01::launch_sum(words.data(), words.size(), 1, sum.data(), s);
-  }
-};
-
 // Sizes for a round trip: fixed awkward ones and one from a seed that changes every run.
 std::vector<std::size_t> trip_sizes(unsigned seed) {
   std::minstd_rand rng(seed);
   return {1, 4097, (std::size_t{1} << 20) + 3, 1 + rng() % (std::size_t{3} << 20)};
 }
 
-// Host -> device -> host through `host` with cudaMemcpyAsync, the copy back queued behind
-// work that holds the stream: did that copy's call return before the work ended (only
-// page-locked memory allows it), and did every byte come back?
+// Host -> device -> host through `host` with cudaMemcpyAsync. With `gated`, the copy back
+// is queued behind a gate kernel that holds the stream shut: did that copy's call return
+// while the gate was still closed (only page-locked memory allows it; a copy into pageable
+// memory returns only once the gate gives up)? And did every byte come back?
 struct Trip {
   bool returned_early = false;
   cml::VerifyResult result;
 };
-Trip async_round_trip(std::byte* host, std::size_t n, unsigned seed, Hold& hold) {
+Trip async_round_trip(std::byte* host, std::size_t n, unsigned seed, bool gated) {
   cml::Stream stream;
-  cml::Event held(cudaEventDisableTiming);
   cml::DeviceBuffer<std::byte> device(n);
   const auto want = ch01::pattern(n, seed);
   std::memcpy(host, want.data(), n);
   CUDA_CHECK(cudaMemcpyAsync(device.data(), host, n, cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::memset(host, 0, n);
-  hold.on(stream);
-  held.record(stream);
-  CUDA_CHECK(cudaMemcpyAsync(host, device.data(), n, cudaMemcpyDeviceToHost, stream));
   Trip t;
-  const cudaError_t q = cudaEventQuery(held);
-  t.returned_early = q == cudaErrorNotReady;
-  if (q != cudaErrorNotReady && q != cudaSuccess) CUDA_CHECK(q);
+  if (gated) {
+    cml::test::Gate gate;
+    gate.close(stream);
+    CUDA_CHECK(cudaMemcpyAsync(host, device.data(), n, cudaMemcpyDeviceToHost, stream));
+    t.returned_early = !gate.timed_out();
+  } else {  // a size before this one already waited: no gate, so no wait for its limit
+    CUDA_CHECK(cudaMemcpyAsync(host, device.data(), n, cudaMemcpyDeviceToHost, stream));
+  }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   t.result = cml::compare_exact(host, want.data(), n);
   return t;
@@ -181,21 +169,24 @@ Released released(F&& release, const char* crash_note) {
 std::string threw_text(const Released& r) { return r.threw.empty() ? "" : " (it failed: " + r.threw + ")"; }
 
 // Round trips of every size through a fresh Buffer (Pinned or Registered): each copy must
-// return at once (queued behind the hold, as only a copy from page-locked memory can) and
-// bring the data back exact. `still_pageable` is what a copy that waited means.
+// return at once (queued behind a closed gate, as only a copy from page-locked memory can)
+// and bring the data back exact. `still_pageable` is what a copy that waited means. Once
+// one size has waited, the later ones are not gated: each wait costs the gate's whole
+// limit, and one is the verdict.
 template <class Buffer>
 void check_async_round_trips(unsigned seed_offset, const char* still_pageable) {
   cml::test::device();
-  Hold hold;
   const unsigned seed = std::random_device{}();
   CAPTURE(seed);
+  bool gated = true;
   for (const std::size_t n : trip_sizes(seed)) {
     CAPTURE(n);
     Buffer buf(n);
-    const Trip t = async_round_trip(buf.data(), n, seed + seed_offset, hold);
-    {
+    const Trip t = async_round_trip(buf.data(), n, seed + seed_offset, gated);
+    if (gated) {
       INFO(still_pageable);
       CHECK(t.returned_early);
+      gated = t.returned_early;
     }
     INFO(t.result.describe());
     CHECK(t.result.ok);
@@ -399,31 +390,26 @@ TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinn
   CHECK(on_stream);
 }
 
-TEST_CASE("step 2: send_batched only enqueues: it returns while a kernel holds its stream, and makes no blocking call", "[ch01][step2][mechanism]") {
+TEST_CASE("step 2: send_batched only enqueues: it returns while a gate kernel holds its stream shut, and makes no blocking call", "[ch01][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   ch01::PieceSet set(1000, 4093, 7);
   cml::Stream stream;
-  Hold hold;
-  // The recorder before the hold's kernels: CUPTI's set-up in a fresh process can outlast
-  // them, which would make a send_batched that only enqueues look as if it had waited.
-  cml::api::Recorder recorder;
-  hold.on(stream);
-  ch01::send_batched(set.batch, set.staging, stream);
-  const auto calls = recorder.stop();
-  const cudaError_t still = cudaStreamQuery(stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  CML_REQUIRE_API_OK(calls);
-  const std::string blocking = cml::test::blocking_calls(calls);
+  const cml::test::Enqueued e =
+      cml::test::watch_enqueue({stream.get()}, [&] { ch01::send_batched(set.batch, set.staging, stream); });
+  CML_REQUIRE_API_OK(e.calls);
   {
-    INFO("send_batched made calls that wait for the GPU: " << blocking << ". Enqueue everything on `stream` with "
+    INFO("send_batched failed: " << e.threw << " (step 2)");
+    REQUIRE(e.threw.empty());
+  }
+  {
+    INFO("send_batched made calls that wait for the GPU: " << e.blocking << ". Enqueue everything on `stream` with "
          "asynchronous calls; the caller synchronises (step 2; ./lab hint 01)");
-    CHECK(blocking.empty());
+    CHECK(e.blocking.empty());
   }
   INFO("send_batched returned only after the work queued before it on its stream had ended: it waited for the GPU "
        "(step 2)");
-  CHECK(still == cudaErrorNotReady);
-  if (still != cudaErrorNotReady && still != cudaSuccess) CUDA_CHECK(still);
+  CHECK_FALSE(e.waited);
 }
 
 TEST_CASE("step 2: packing and a few copies beat one cudaMemcpy per piece", "[ch01][step2][perf]") {
@@ -462,7 +448,7 @@ TEST_CASE("step 3: a kernel reading the zero-copy buffer sees what the host wrot
   }
 }
 
-TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy and no blocking call", "[ch01][step3][mechanism]") {
+TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues", "[ch01][step3][mechanism]") {
   cml::test::device();
   if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   CML_REQUIRE_TRACING();
@@ -477,14 +463,19 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy an
   cml::DeviceBuffer<unsigned long long> sum(1);
   cml::Stream stream;
   CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(unsigned long long), stream));
-  cml::trace::Recorder recorder;
-  cml::api::Recorder api;
-  ch01::prepare_for_device(buf.z, stream);
-  const auto calls = api.stop();
-  ch01::launch_sum(static_cast<const std::uint32_t*>(buf.z.device), n, 1, sum.data(), stream);
-  const auto t = recorder.stop();
+  // prepare_for_device and the kernel it prepares for, while a gate holds the stream shut:
+  // launch_sum waits for nothing, so a wait or a blocking call is prepare_for_device's.
+  const cml::test::Enqueued e = cml::test::watch_enqueue({stream.get()}, [&] {
+    ch01::prepare_for_device(buf.z, stream);
+    ch01::launch_sum(static_cast<const std::uint32_t*>(buf.z.device), n, 1, sum.data(), stream);
+  });
+  const auto& t = e.trace;
   CML_REQUIRE_TRACE_OK(t);
-  CML_REQUIRE_API_OK(calls);
+  CML_REQUIRE_API_OK(e.calls);
+  {
+    INFO("prepare_for_device failed: " << e.threw << " (step 3)");
+    REQUIRE(e.threw.empty());
+  }
   // The kernel's own record proves the trace saw this work: only then is "no copy" evidence.
   REQUIRE(t.kernels_named("sum_kernel").size() == 1);
   {
@@ -492,10 +483,14 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy an
          "the kernel reads the host's bytes itself, so there is nothing to copy (step 3)");
     CHECK(t.copies.empty());
   }
-  const std::string blocking = cml::test::blocking_calls(calls);
-  INFO("prepare_for_device made calls that wait for the GPU: " << blocking << ". It only enqueues, and with "
-       "zero-copy there is nothing to enqueue (step 3)");
-  CHECK(blocking.empty());
+  {
+    INFO("prepare_for_device made calls that wait for the GPU: " << e.blocking << ". It only enqueues, and with "
+         "zero-copy there is nothing to enqueue (step 3)");
+    CHECK(e.blocking.empty());
+  }
+  INFO("prepare_for_device returned only after the work queued before it on its stream had ended: it waited for the "
+       "GPU. It only enqueues, and with zero-copy there is nothing to enqueue (step 3)");
+  CHECK_FALSE(e.waited);
 }
 
 TEST_CASE("step 3: free_zero_copy releases the mapped buffer with cudaFreeHost, and nothing was allocated on the device", "[ch01][step3][mechanism]") {
@@ -571,8 +566,4 @@ TEST_CASE("step 2: measure both sides of the speed bars", "[ch01][step2][.measur
 
 // ---- Your own work ----------------------------------------------------------------------
 
-TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build", "[ch01][step1][integrity]") {
-  const std::string err = cml::test::solution_linked_error(&cml_ch01_solution_tu, "01_transfers");
-  INFO(err);
-  CHECK(err.empty());
-}
+CML_INTEGRITY_CASE(01, "01_transfers")

@@ -6,9 +6,9 @@
 //   ./lab run 01 -- --mode=batch       one part: bandwidth | batch | crossover | zerocopy
 //   ./lab run 01 --solution            the same with the reference solution
 #include "harness.hpp"
-#include "reference_copies.hpp"
+#include "program/reference_copies.hpp"
+#include "program/what_cuda_sees.hpp"
 #include "transfers.cuh"
-#include "what_cuda_sees.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"

@@ -65,7 +65,7 @@ ZeroCopy allocate_zero_copy(std::size_t bytes);
 void prepare_for_device(const ZeroCopy& buffer, cudaStream_t stream);
 void free_zero_copy(ZeroCopy& buffer);
 
-// ---- Provided by the chapter (transfers_support.cu) ------------------------------------
+// ---- Provided by the chapter (provided.cu) ---------------------------------------------
 
 // The baselines step 2 is measured against: one cudaMemcpy per piece (each waits for the
 // copy), or one cudaMemcpyAsync per piece back to back.

@@ -38,11 +38,11 @@ void unpin_existing(void* p) { CUDA_CHECK(cudaHostUnregister(p)); }
 
 // Step 2: pack, copy, unpack on the GPU. Packing is a host memcpy, and one core copies
 // far less than the bus carries (about 7 GB/s on the H200 machine, against 55 GB/s over
-// PCIe); so the pieces are split among the threads of a pool that stays alive between
-// calls (starting threads per call cost more than it saved), and each thread issues the
-// copy of what it packed at once, about 1 MiB at a time, so the copy engine moves one part
-// while the CPUs pack the next. The unpack kernel is launched after every copy was
-// issued: stream order puts it after all of them.
+// PCIe: docs/01_transfers.md, "Step 2"); so the pieces are split among the threads of a
+// pool that stays alive between calls (starting threads per call cost more than it saved),
+// and each thread issues the copy of what it packed at once, about 1 MiB at a time, so the
+// copy engine moves one part while the CPUs pack the next. The unpack kernel is launched
+// after every copy was issued: stream order puts it after all of them.
 namespace {
 
 // Packs pieces [first, last) into their place in staging.host and sends them.

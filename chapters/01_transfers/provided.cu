@@ -1,5 +1,6 @@
-// Chapter 01 — the parts the chapter provides: the unpack and sum kernels, and the
-// one-by-one baselines step 2 is measured against. The learner does not edit this file.
+// Chapter 01 — the code the chapter provides, to read and keep: the unpack and sum kernels,
+// and the baselines step 2 is measured against (one copy per piece, cudaMemcpyBatchAsync).
+// Built into the program and the tests alike. The learner does not edit this file.
 #include "transfers.cuh"
 
 #include "cml/errors.hpp"

@@ -1,7 +1,8 @@
 // Chapter 01 — copies the program measures the learner's against, beyond the baselines of
 // transfers.cuh: the one-by-one copies captured as a CUDA graph (launch cost paid once), one
 // copy split over several streams (the "more copy engines" attempt), the copy-then-read that
-// zero-copy replaces, and the host's own copies into and out of pinned memory. Program only.
+// zero-copy replaces, and the host's own copies into and out of pinned memory. Program only
+// (main.cu's bandwidth, batch and zerocopy modes): the tests never include it.
 #pragma once
 
 #include "transfers.cuh"

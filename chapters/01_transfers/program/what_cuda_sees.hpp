@@ -1,6 +1,6 @@
 // Chapter 01 — what CUDA and the CUPTI trace say about the learner's memory and copies, printed
 // by the program beside its measurements, so a number comes with the mechanism behind it.
-// Program only (the tests assert the same facts in their own terms).
+// Program only, in program/ (the tests assert the same facts in their own terms).
 #pragma once
 
 #include "harness.hpp"
