@@ -8,9 +8,9 @@
 //   ./lab run 02 -- --mode=plan                    streams x chunks x issue order
 //   ./lab run 02 -- --breaker=all                  what breaks concurrency, measured
 //   ./lab run 02 -- --streams=32 --connections=1   false dependencies between streams
-#include "breakers.hpp"
 #include "harness.hpp"
-#include "staged_vs_sequential.hpp"
+#include "program/breakers.hpp"
+#include "program/staged_vs_sequential.hpp"
 #include "streams.cuh"
 
 #include "cml/errors.hpp"

@@ -71,7 +71,7 @@ struct Measured {
 // `m`, not from one workload's best.
 Plan choose_plan(std::size_t n, const Measured& m);
 
-// ---- Provided by the chapter (streams_support.cu) ----------------------------------------
+// ---- Provided by the chapter (provided.cu) -----------------------------------------------
 
 // AddKernel on [0, count) of in/out, on `stream`, with a grid that fills the GPU.
 void launch_add(const int* in, int* out, std::size_t count, int cycles, int add_value,

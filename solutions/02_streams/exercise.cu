@@ -114,16 +114,14 @@ void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std:
   }
 }
 
-// Step 3. Measured on an H200 (3 copy engines, PCIe gen 5), 256 MiB each way at the
-// balanced point (kernel as long as one copy), ./lab run 02 -- --mode=plan, equal chunks:
-//   depth-first, 32 chunks: 2 streams 1.79x, 4 streams 2.40x, 8 streams 2.49x, 32 2.49x;
-//   depth-first, 8 streams: 8 chunks 2.24x, 32 chunks 2.49x, 128 chunks 2.38x;
-//   breadth-first: 2.49x only with a stream per chunk (32 x 32), 1.92x with 8 x 32.
-// Those three figures fit T(C) = B + (S - B) / C + C * o, with S the sequential time, B the
-// bound (the longest of the kernel and both copies at once) and o about 6 us per chunk
-// (the gaps between a chunk's operations on the engines): the first chunk's copy in and
-// the last one's copy out overlap nothing, and every chunk adds a fixed cost. Half-size
-// edge chunks (run_staged) halve the first term: T(C) = B + (S - B) / (2 (C - 1)) + C * o.
+// Step 3. The staged time of C equal chunks fits T(C) = B + (S - B) / C + C * o, with S the
+// sequential time, B the bound (the longest of the kernel and both copies at once) and o
+// a fixed cost per chunk (the gaps between a chunk's operations on the engines), about
+// 6 us on the H200: the first chunk's copy in and the last one's copy out overlap nothing,
+// and every chunk adds a fixed cost. The plans it was fitted to, measured with
+// ./lab run 02 -- --mode=plan: docs/02_streams.md, "How many streams, how many chunks,
+// which order". Half-size edge chunks (run_staged) halve the first term:
+// T(C) = B + (S - B) / (2 (C - 1)) + C * o.
 // The plan takes the C that minimises it, and one chunk when no C beats sequential (a
 // small problem: its phases are shorter than the chunks' fixed cost). Three stages need
 // three chunks in flight, so at least three streams (with two, chunk c + 2 waits in its

@@ -1,7 +1,7 @@
 // Chapter 02 — the machinery behind --breaker: the learner's staged pipeline run with one
 // change that may silently serialise it (other streams, pageable host buffers, or a call
 // made after each chunk is issued). The breakers themselves, each a row of data, are in
-// main.cu's table, where the lesson is. Program only.
+// main.cu's table, where the lesson is. Program only (--breaker): the tests never include it.
 #pragma once
 
 #include "harness.hpp"

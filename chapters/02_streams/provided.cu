@@ -1,5 +1,6 @@
-// Chapter 02 — the parts the chapter provides: AddKernel, its launch, and the sequential
-// baseline. The learner does not edit this file.
+// Chapter 02 — the code the chapter provides, to read and keep: AddKernel, its launch, and
+// the sequential baseline. Built into the program and the tests alike. The learner does
+// not edit this file.
 #include "streams.cuh"
 
 #include "cml/errors.hpp"

@@ -1,6 +1,6 @@
 // Chapter 02 — one row of the program's tables: the sequential pipeline against the learner's
 // staged one at one cycles value, timed interleaved, beside the phases alone and the bounds
-// that say how close staging came. Program only.
+// that say how close staging came. Program only: the tests never include it.
 #pragma once
 
 #include "harness.hpp"
