@@ -7,8 +7,8 @@
 //   ./lab check 03               the chapter's tests: which steps pass, and why not
 //   ./lab hint 03                one more hint (chapters/03_unified_memory/hints.md)
 //
-// Every function is declared, with what it must do, in unified.cuh.
-#include "unified.cuh"
+// Every function is declared, with what it must do, in unified_memory.cuh.
+#include "unified_memory.cuh"
 
 #include "cml/errors.hpp"
 
@@ -23,7 +23,7 @@ void prefetch_to_cpu([[maybe_unused]] const Lane& lane) {}
 
 // One lane's life: `rounds` rounds, each the GPU's step (launch_gpu_step(lane, r)) then the
 // host's step (host_step(lane, r)), on this thread. The provided functions are in
-// unified.cuh.
+// unified_memory.cuh.
 // TODO(1): write the rounds. The host may not touch lane.data while the GPU's work on it
 // may still run: a kernel launch returns at once, and nothing else orders the CPU after the
 // GPU. Other threads' lanes run at the same time: stop this lane only, not the device.
@@ -31,8 +31,8 @@ void prefetch_to_cpu([[maybe_unused]] const Lane& lane) {}
 // lane.stream's work uses it (so the host may touch it while other lanes' kernels run, even
 // on GPUs without concurrentManagedAccess). Decide where that belongs in the lane's life.
 // TODO(3): the thread must learn that a round's GPU work is done from the stream itself,
-// through `signal` (RoundSignal in unified.cuh), and wait with signal.wait_for(r): no
-// blocking CUDA call of any kind, no polling, no sleeping.
+// through `signal` (RoundSignal in unified_memory.cuh), and wait with signal.wait_for(r):
+// no blocking CUDA call of any kind, no polling, no sleeping.
 // TODO(4): no page may move on demand: lane.data should be where each step runs before
 // it runs, and the shared table (read by every kernel and the host, written by none)
 // should be advised for what it is. Where the device lacks concurrentManagedAccess, skip

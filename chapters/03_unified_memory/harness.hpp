@@ -3,7 +3,7 @@
 // host threads that run lanes at once, and the bytes that migrated as CUPTI saw them.
 #pragma once
 
-#include "unified.cuh"
+#include "unified_memory.cuh"
 
 #include "cml/buffers.hpp"
 #include "cml/stream.hpp"

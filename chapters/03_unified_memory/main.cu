@@ -9,7 +9,7 @@
 //   ./lab run 03 -- --mode=back            the way back to the CPU, and what helps
 //   ./lab run 03 -- --mode=streams         per-thread default stream; what attach changes
 #include "harness.hpp"
-#include "unified.cuh"
+#include "unified_memory.cuh"
 
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"

@@ -3,7 +3,7 @@
 //
 //   ./lab run 03 --solution      run the chapter program with this file
 //   ./lab diff 03                your exercise.cu against this one
-#include "unified.cuh"
+#include "unified_memory.cuh"
 
 #include "cml/errors.hpp"
 
@@ -42,9 +42,10 @@ void run_lane(const Lane& lane, int rounds, RoundSignal& signal) {
   // concurrentManagedAccess is 0, the host may then touch it while other streams' kernels
   // run; where it is 1 (Pascal and later on Linux) nothing breaks without it, but the driver
   // uses it: on an H200, 8 threads' on-demand rounds ran 2x faster attached single than
-  // global (./lab run 03 -- --mode=streams). The attach takes effect in stream order,
-  // before the first kernel. (A buffer allocated with cudaMemAttachHost starts attached to
-  // no stream; this one was allocated global.)
+  // global (./lab run 03 -- --mode=streams; docs/03_unified_memory.md, "Attaching memory
+  // to a stream"). The attach takes effect in stream order, before the first kernel. (A
+  // buffer allocated with cudaMemAttachHost starts attached to no stream; this one was
+  // allocated global.)
   CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));
 
   // Step 4. Prefetch and advice to a device need concurrentManagedAccess; without it, the

@@ -34,7 +34,7 @@ MUTANTS = [
     Mutant("host steps in the wrong order",
            [("    host_step(lane, r);\n", "    host_step(lane, rounds - 1 - r);\n")], "[step1]", "in round order"),
     Mutant("exercise.cu includes the solution",
-           [('#include "unified.cuh"\n',
+           [('#include "unified_memory.cuh"\n',
              '#include "../../solutions/03_unified_memory/exercise.cu"  // the cheat\n#if 0\n'),
             ("}  // namespace ch03\n", "}  // namespace ch03\n#endif\n")],
            "[step1]", "contains the solution"),

@@ -56,7 +56,7 @@ struct Lane {
   Progress* progress = nullptr;     // the chapter's bookkeeping; not the learner's business
 };
 
-// ---- Provided by the chapter (unified_support.cu) ------------------------------------------
+// ---- Provided by the chapter (provided.cu) --------------------------------------------------
 
 // The GPU's step of a round, enqueued on lane.stream: data[i] = data[i] * 5 +
 // table[i % table_n] + round. Returns at once (a kernel launch does not wait).

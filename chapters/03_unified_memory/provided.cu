@@ -1,6 +1,7 @@
-// Chapter 03 — the parts the chapter provides: the round's kernels and host step, the
-// round signal, the CPU reference and the per-thread loop. The learner does not edit it.
-#include "unified.cuh"
+// Chapter 03 — what the chapter provides around run_lane (declared in unified_memory.cuh):
+// the round's kernel and host step, the round signal and the CPU reference. Read it; you do
+// not edit it.
+#include "unified_memory.cuh"
 
 #include "cml/errors.hpp"
 
