@@ -56,7 +56,7 @@ void advance_soa(ParticlesSoA p, std::size_t n, float dt, cudaStream_t stream);
 // scale_kernel.
 void scale(const float* in, float* out, std::size_t n, float factor, cudaStream_t stream);
 
-// ---- Provided by the chapter (coalescing_support.cu) ---------------------------------------
+// ---- Provided by the chapter (provided.cu) -------------------------------------------------
 
 // Thread i copies element i + offset (offset copy) or i * stride (stride copy) of `in` to
 // element i of `out`, for i < n, with elements of elem_bytes (4: float, 8: double, 16:

@@ -45,10 +45,10 @@ void copy_vectorized(const float* in, float* out, std::size_t n, cudaStream_t st
 }
 
 // TODO(3): the particles' update, over arrays instead of records. The records version is
-// given: advance_aos_kernel in coalescing_support.cu moves each particle by its velocity
-// times dt, reading whole 64-byte Particle records. Write the same update over
-// ParticlesSoA (one array per field, coalescing.cuh) so that a warp reads only the bytes it
-// uses, for any n, and runs well clear of the records version's time; and launch it.
+// given: advance_aos_kernel in provided.cu moves each particle by its velocity times dt,
+// reading whole 64-byte Particle records. Write the same update over ParticlesSoA (one
+// array per field, coalescing.cuh) so that a warp reads only the bytes it uses, for any n,
+// and runs well clear of the records version's time; and launch it.
 __global__ void advance_soa_kernel([[maybe_unused]] ParticlesSoA p, [[maybe_unused]] std::size_t n,
                                    [[maybe_unused]] float dt) {}
 

@@ -9,8 +9,8 @@
 //   ./lab run 04 -- --dram               also the sweeps' L2 and DRAM counters, from ncu
 #include "coalescing.cuh"
 #include "harness.hpp"
-#include "sweep_counters.hpp"
-#include "vector_variants.hpp"
+#include "program/sweep_counters.hpp"
+#include "program/vector_variants.hpp"
 
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
@@ -103,7 +103,8 @@ bool run_copies(Context& c) {
 }
 
 // What reaching cudaMemcpy with 16-byte accesses takes (docs/04, "The last few percent"):
-// the learner's copy beside the variants of vector_variants.cu, interleaved with cudaMemcpy.
+// the learner's copy beside the variants of program/vector_variants.cu, interleaved with
+// cudaMemcpy.
 bool run_vector(Context& c) {
   const std::size_t n = c.s.bytes / 4;  // s.bytes is a multiple of 1 KiB
   ch04::Arrays& a = c.arrays;

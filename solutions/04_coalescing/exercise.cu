@@ -16,7 +16,8 @@ namespace ch04 {
 // grid fills every SM with 8 blocks of 256 threads, and each thread keeps four independent
 // loads in flight (Little's law: the memory system needs latency x bandwidth bytes in
 // flight, a few MiB on an H200, more than one 4-byte load per thread provides). Measured
-// on an H200: the plain grid-stride loop reached 0.72 of cudaMemcpy.
+// on an H200: the plain grid-stride loop reached 0.72 of cudaMemcpy (docs/04_coalescing.md,
+// "Bytes in flight").
 constexpr int kInFlight = 4;
 
 __global__ void copy_coalesced_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {
@@ -41,11 +42,12 @@ void copy_coalesced(const float* in, float* out, std::size_t n, cudaStream_t str
 // Step 2. One 16-byte load and one 16-byte store per thread (LDG.E.128 / STG.E.128): four
 // times the bytes per instruction, and over a grid that covers the array, every load of
 // the whole array is issued at once by some thread — the most bytes in flight the GPU
-// can hold, with no loop overhead. A probe on the H200: grid-stride float4 loops stayed at
-// 0.92-0.94 of cudaMemcpy for 1-32 blocks per SM and 1-8 loads in flight per thread, one
-// float4 per thread over a covering grid reached 1.00 (docs/04_coalescing.md). A grid-stride
-// loop is as correct; only the speed differs. cudaMalloc's 256-byte alignment makes the
-// float4 view legal. Threads past the last group copy the n % 4 floats of the tail.
+// can hold, with no loop overhead. A probe on the H200: one float4 per thread over a
+// covering grid reached cudaMemcpy's speed, which grid-stride float4 loops did not, whatever
+// their blocks per SM or loads in flight (docs/04_coalescing.md, "The last few percent").
+// A grid-stride loop is as correct; only the speed differs. cudaMalloc's 256-byte
+// alignment makes the float4 view legal. Threads past the last group copy the n % 4 floats
+// of the tail.
 __global__ void copy_vectorized_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t groups = n / 4;

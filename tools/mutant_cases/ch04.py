@@ -22,11 +22,11 @@ MUTANTS = [
     Mutant("exercise.cu includes the solution",
      [('#include "coalescing.cuh"\n', '#include "../../solutions/04_coalescing/exercise.cu"  // the cheat\n#if 0\n'),
       ("}  // namespace ch04\n", "}  // namespace ch04\n#endif\n")],
-     "[step1][mechanism]", "contains the solution"),
+     "[step1][integrity]", "contains the solution"),
     Mutant("exercise.cu is a copy of the solution",
      [("// Chapter 04 — global memory coalescing. The solution of chapters/04_coalescing/exercise.cu.\n",
        "// Chapter 04 — global memory coalescing. All my own work, honestly.\n")],
-     "[step1][mechanism]", "contains the solution", keeps_marker=True),
+     "[step1][integrity]", "contains the solution", keeps_marker=True),
     Mutant("special-cased sizes: stops at 2^20 + 8 floats",
      [("  copy_coalesced_kernel<<<grid_for(n), 256, 0, stream>>>(in, out, n);",
        "  n = n < (std::size_t{1} << 20) + 8 ? n : (std::size_t{1} << 20) + 8;\n"
