@@ -32,7 +32,8 @@ struct Call {
 struct Calls {
   bool ok = false;
   std::string error;
-  std::vector<Call> calls;
+  std::vector<Call> calls;   // in order; past 100,000, only the first call of each name
+  std::size_t not_listed = 0;  // calls past that limit, of names already listed
   std::vector<Call> named(const std::string& name) const;
 };
 

@@ -10,14 +10,21 @@
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace cml::api {
 
 namespace {
 
+// A loop of calls (a poll on cudaStreamQuery while the GPU is held for seconds) can make
+// millions: past this many, a call of a name already recorded is only counted.
+constexpr std::size_t kMaxCalls = 100000;
+
 struct State {
   std::mutex mu;
   std::vector<Call> calls;
+  std::unordered_set<std::string> names;
+  std::size_t uncounted = 0;
   CUpti_SubscriberHandle subscriber = nullptr;
 };
 State& state() {
@@ -74,6 +81,11 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, c
   }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  if (s.calls.size() >= kMaxCalls && s.names.count(c.name) != 0) {
+    ++s.uncounted;
+    return;
+  }
+  s.names.insert(c.name);
   s.calls.push_back(std::move(c));
 }
 
@@ -95,6 +107,8 @@ Recorder::Recorder() {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.calls.clear();
+    s.names.clear();
+    s.uncounted = 0;
   }
   if (const CUptiResult r = cuptiSubscribe(&s.subscriber, on_call, nullptr); r != CUPTI_SUCCESS) {
     error_ = cupti_failure(r, "cuptiSubscribe");
@@ -127,7 +141,9 @@ Calls Recorder::stop() {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     out.calls = std::move(s.calls);
+    out.not_listed = s.uncounted;
     s.calls.clear();
+    s.names.clear();
   }
   out.error = error_;
   out.ok = error_.empty();
