@@ -4,51 +4,52 @@
 // did not run, an unreported launch error and a write past the end are named as such; the
 // header's promises (only enqueues, on the stream given, with the grid it names; nothing for
 // an empty input; a texture over the image given); mechanism from the compiled code of the
-// learner's own kernels (cuobjdump: resources and SASS) and from the runtime
-// (cudaFuncGetAttributes, the texture object's descriptors); speed relative to the chapter's
-// slow version of each step, timed interleaved in the same process.
+// learner's own kernels (cuobjdump through cml::sass: resources and SASS) and from the
+// runtime (cudaFuncGetAttributes, the texture object's descriptors); what each call
+// enqueued, and with which grid, from the CUPTI trace; speed relative to the chapter's slow
+// version of each step, timed interleaved in the same process.
 //
 //   ./lab check 06                        against your exercise.cu
 //   meson test -C build "ch06 solution"   against the solution
 //   build/tests/test_ch06_solution "[.measure]"   both sides of the speed bars, five runs
-#include "compiled_code.hpp"
 #include "harness.hpp"
 #include "memory_spaces.cuh"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
+#include "integrity.hpp"
+#include "kernel_sass.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
+#include "cml/trace.hpp"
 #include "cml/verify.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <functional>
-#include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+CML_INTEGRITY_CASE(06, "06_memory_spaces")
+
 namespace {
 
-// The speed bars, in the middle of the gap between the solution and the fastest mistake the
-// step teaches, five runs each side (build/tests/test_ch06_solution "[.measure]" and the
-// program's tables; 2026-11-23). The gaps are wide, so the middle is geometric.
-//   step 1: fir_registers' speed over the ring buffer's (local memory). The solution 2.44 on
-//   the H100, 2.74-2.75 on the H200; the ring buffer itself 1.00 (the starter's code). The
-//   mutant "the shift register's loop not unrolled", which puts the window back in a stack
-//   frame, runs at 0.23-0.24 of the ring buffer's speed (H200, 2026-11-24). Middle of 1.0
-//   and 2.44: 1.56.
+// The speed bars sit in the middle of the gap between the solution and the fastest mistake
+// the step teaches, geometric because the gaps are wide; both sides, five runs each, and the
+// mutants' side: docs/06_memory_spaces.md, "Speed bars".
+//   step 1: fir_registers' speed over the ring buffer's (local memory, the starter's code);
+//   the solution measured 2.44 on the H100.
 constexpr double kRegistersOverRing = 1.55;
-//   step 2: mix_constant's speed over the divergent constant reads'. The solution 10.7-10.9
-//   on the H100, 14.9 on the H200; the fastest mistake, M through plain global loads, 1.54
-//   on the H100 (the divergent mapping itself, the starter's code, 1.00). Middle of 1.54 and
-//   10.7: 4.1.
+//   step 2: mix_constant's speed over the divergent constant reads' (the starter's mapping);
+//   the fastest mistake, M through plain global loads, measured 1.54.
 constexpr double kConstantOverDivergent = 4.0;
 
 // The timed problems: the same sizes in the [perf] cases and in [.measure].
@@ -56,55 +57,30 @@ constexpr int kPerfRows = 8192, kPerfCols = 8192;
 constexpr int kPerfPixels = 1 << 24;
 constexpr cml::TimingOptions kPerfTiming{2, 10};
 
-const std::map<std::string, ch06::KernelCode>& own_code() {
-  static const auto code = ch06::read_code(cml::sass::self_executable());
-  return code;
-}
-
-#define CML_CODE(var, name)                                        \
-  const ch06::KernelCode* var = nullptr;                           \
-  try {                                                            \
-    var = ch06::find_kernel(own_code(), name);                     \
-  } catch (const cml::Skip& e) {                                   \
-    CML_SKIP(e.what());                                            \
-  }
-
-// `enqueue` while its stream is captured: the header's "only enqueues its kernel on
-// `stream`" (kernels: 1), or "an empty input enqueues nothing" (kernels: 0).
-void check_enqueue_only(const std::string& call, const cml::Work& enqueue, std::size_t kernels) {
-  const std::string err = cml::test::enqueue_only_error(enqueue, kernels);
-  INFO(call << ": " << err << " (memory_spaces.cuh: it only enqueues its kernel on `stream`; an empty input "
-       "enqueues nothing)");
-  CHECK(err.empty());
-}
+// Where the header promises that a call only enqueues (CML_CHECK_ENQUEUE_ONLY).
+constexpr const char* kEnqueuePromise =
+    "memory_spaces.cuh: it only enqueues its kernel on `stream`; an empty input enqueues nothing";
 
 std::string shape_text(dim3 grid, dim3 block) {
   return "grid " + std::to_string(grid.x) + " " + std::to_string(grid.y) + " " + std::to_string(grid.z) + ", block " +
          std::to_string(block.x) + " " + std::to_string(block.y) + " " + std::to_string(block.z);
 }
 
-// The grid and block of the one kernel `enqueue` puts on a captured stream, as "grid x y z,
-// block x y z" ("" when it enqueued something else: check_enqueue_only says what).
-std::string launch_shape(const cml::Work& enqueue) {
+// `enqueue` on a stream of its own, watched (the CUPTI trace: call from [mechanism] cases).
+cml::test::Enqueued watch(const std::function<void(cudaStream_t)>& enqueue) {
   cml::Stream s;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  try {
-    enqueue(s);
-  } catch (const std::exception&) {  // check_enqueue_only reports it
-  }
-  cudaGraph_t g = nullptr;
-  const bool captured = cudaStreamEndCapture(s, &g) == cudaSuccess && g != nullptr;
-  cudaGetLastError();  // a broken capture's error is not sticky: clear it for the next check
-  std::size_t nodes = 0;
-  if (captured) CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
-  cudaGraphNode_t node = nullptr;
-  cudaGraphNodeType type{};
-  cudaKernelNodeParams p{};
-  const bool one_kernel = nodes == 1 && cudaGraphGetNodes(g, &node, &nodes) == cudaSuccess &&
-                          cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel &&
-                          cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess;
-  if (captured) CUDA_CHECK(cudaGraphDestroy(g));
-  return one_kernel ? shape_text(p.gridDim, p.blockDim) : "";
+  return cml::test::watch_enqueue({s.get()}, [&] { enqueue(s); });
+}
+
+// The grid and block of the one kernel a watched call enqueued, as "grid x y z, block x y z"
+// ("" when it enqueued something else: CML_CHECK_ENQUEUE_ONLY says what).
+std::string launch_shape(const cml::trace::Trace& t) {
+  if (t.kernels.size() != 1) return "";
+  const auto& k = t.kernels.front();
+  const auto dim = [](const std::array<std::int32_t, 3>& d) {
+    return dim3(static_cast<unsigned>(d[0]), static_cast<unsigned>(d[1]), static_cast<unsigned>(d[2]));
+  };
+  return shape_text(dim(k.grid), dim(k.block));
 }
 
 // A step's speed bar: the step's slow version and this build's kernel on the timed problem
@@ -151,9 +127,9 @@ std::string run_on_device(const std::vector<float>& input, std::size_t n, const 
   cml::Stream s;
   cml::DeviceBuffer<float> in(input.size());
   ch06::upload(in.data(), input, s);
-  const ch06::PoisonedOutput out(n, s);
+  const ch06::Output out(n, s);
   launch(in.data(), out.data(), s);
-  return out.read(got, function);
+  return ch06::read_output(out, got, function, s);
 }
 
 // When a kernel did not run: whether the runtime can load it at all (a module that failed to
@@ -170,7 +146,7 @@ std::string loadable(const void* kernel, const std::string& name, const std::str
 
 // What to add to a mismatch whose value is still the poison.
 std::string never_written(float got) {
-  return ch06::PoisonedOutput::is_poison(got) ? "; never written: no thread stored that element" : "";
+  return ch06::Output::is_poison(got) ? "; never written: no thread stored that element" : "";
 }
 
 // ---- Step 1 helpers ---------------------------------------------------------------------
@@ -199,7 +175,26 @@ std::string fir_error(FirFn fn, int rows, int cols, int seed) {
          ")";
 }
 
-// Step 1's bar on 8192 x 8192 zeros: the ring buffer (the starter's way, support.cu) against
+// fir_registers_kernel's compiled code: "" when its window is in registers (no stack frame,
+// no local loads or stores, no shared memory), else what is wrong and where to look.
+std::string step1_code_error(const cml::sass::Function& k) {
+  std::ostringstream s;
+  const cml::sass::Resources& res = k.resources;
+  if (res.stack != 0 || res.local != 0)
+    s << "fir_registers_kernel has a " << res.stack << "-byte stack frame (local memory): an array indexed by a "
+      << "value known only at run time (window[r % kTaps]) cannot live in registers — make every index a constant "
+      << "after unrolling (step 1). ";
+  const std::size_t ldl = cml::sass::count(k, "LDL"), stl = cml::sass::count(k, "STL");
+  if (ldl + stl > 0)
+    s << "its SASS has " << ldl << " LDL and " << stl << " STL (local loads and stores), e.g. \""
+      << cml::sass::first_containing(k, ldl > 0 ? "LDL" : "STL") << "\" (step 1). ";
+  if (res.shared > 0)
+    s << "it uses " << res.shared << " bytes of shared memory: the window belongs in registers, not in shared "
+      << "memory or a shared-memory spill (step 1). ";
+  return s.str();
+}
+
+// Step 1's bar on 8192 x 8192 zeros: the ring buffer (the starter's way, provided.cu) against
 // this build's fir_registers.
 class RegistersBar : public SpeedBar {
  public:
@@ -228,22 +223,31 @@ TEST_CASE("step 1: fir_registers filters every shape exactly", "[ch06][step1][co
     INFO(sh.rows << " x " << sh.cols << " (" << sh.what << "): " << err << " (step 1; ./lab hint 06)");
     CHECK(err.empty());
   }
+}
+
+TEST_CASE("step 1: fir_registers only enqueues its kernel, with fir_grid and kFirBlock", "[ch06][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
   cml::DeviceBuffer<float> in(64 * 96), out(64 * 96);
   const auto taps = ch06::fir_taps();
   for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}})
-    check_enqueue_only("fir_registers on " + std::to_string(rows) + " x " + std::to_string(cols),
-                       [&, r = rows, c = cols](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), r, c, taps, s); },
-                       kernels);
-  const auto shape = launch_shape([&](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), 64, 96, taps, s); });
+    CML_CHECK_ENQUEUE_ONLY("fir_registers on " + std::to_string(rows) + " x " + std::to_string(cols),
+                           ([&, r = rows, c = cols](cudaStream_t s) {
+                             ch06::fir_registers(in.data(), out.data(), r, c, taps, s);
+                           }),
+                           kernels, kEnqueuePromise);
+  const auto e = watch([&](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), 64, 96, taps, s); });
+  CML_REQUIRE_TRACE_OK(e.trace);
+  const auto shape = launch_shape(e.trace);
   INFO("fir_registers on 64 x 96 launched " << shape << "; want " << shape_text(ch06::fir_grid(64, 96), ch06::kFirBlock)
        << " (memory_spaces.cuh: the grid is fir_grid, kFirBlock threads a block; step 1)");
   CHECK((shape.empty() || shape == shape_text(ch06::fir_grid(64, 96), ch06::kFirBlock)));
 }
 
 TEST_CASE("step 1: fir_registers_kernel keeps its window in registers (resources, SASS)", "[ch06][step1][mechanism]") {
-  CML_CODE(k, "fir_registers_kernel");
-  const std::string err = ch06::step1_code_error(k);
-  INFO(err << "(./lab run 06 -- --mode=mechanism shows it; ./lab hint 06)");
+  CML_KERNEL_SASS(k, "fir_registers_kernel");
+  const std::string err = step1_code_error(*k);
+  INFO(err << "(./lab run 06 -- --mode=local shows its resources and SASS; ./lab hint 06)");
   CHECK(err.empty());
   // The runtime's view of the same kernel: what a program can ask for at run time.
   cml::test::device();
@@ -276,15 +280,32 @@ std::string mix_error(int n, int seed, const std::vector<float>& m) {
   if (!err.empty()) return loadable(reinterpret_cast<const void*>(ch06::mix_constant_kernel), "mix_constant_kernel", err);
   const auto v = cml::compare_exact(got.data(), want.data(), total);
   if (v.ok) return "";
-  if (ch06::PoisonedOutput::is_poison(got[v.first_bad]))
+  if (ch06::Output::is_poison(got[v.first_bad]))
     return v.describe() + never_written(got[v.first_bad]) + " (pixel " + std::to_string(v.first_bad % n) +
            ": does every pixel get a thread, for every n?)";
   return v.describe() + " (channel " + std::to_string(v.first_bad / n) + ", pixel " + std::to_string(v.first_bad % n) +
          "; the matrix must come from c_mix, which the tests change with set_mix)";
 }
 
+// mix_constant_kernel's compiled code: "" when every read of the user constant bank c[0x3]
+// is at an immediate offset or a uniform register's (one address for the warp), else what
+// is wrong. Every kernel reads its parameters from c[0x0], which does not count.
+std::string step2_code_error(const cml::sass::Function& k) {
+  std::ostringstream s;
+  const std::size_t divergent = cml::sass::count_containing(k, "c[0x3][R");
+  if (divergent > 0)
+    s << "mix_constant_kernel reads constant memory at an address held in a per-thread register (" << divergent
+      << " times, e.g. \"" << cml::sass::first_containing(k, "c[0x3][R")
+      << "\"): the lanes of a warp ask for different words of M, and the constant cache serves them one at a "
+      << "time — make the index of M the same for every lane (step 2). ";
+  else if (cml::sass::count_containing(k, "c[0x3][") == 0)
+    s << "mix_constant_kernel never reads the user constant bank c[0x3] (every kernel reads its parameters from "
+      << "c[0x0], which does not count): M must be read from c_mix (step 2). ";
+  return s.str();
+}
+
 // Step 2's bar on 2^24 pixels of zeros, with mix_matrix(): the divergent constant reads (the
-// starter's mapping, support.cu's mix_divergent) against this build's mix_constant.
+// starter's mapping, provided.cu's mix_divergent) against this build's mix_constant.
 class ConstantBar : public SpeedBar {
  public:
   ConstantBar()
@@ -316,16 +337,22 @@ TEST_CASE("step 2: mix_constant mixes every size exactly, with the matrix set_mi
       CHECK(err.empty());
     }
   }
+}
+
+TEST_CASE("step 2: mix_constant only enqueues its kernel", "[ch06][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
   cml::DeviceBuffer<float> in(16000), out(16000);
   for (const auto& [n, kernels] : {std::pair<int, std::size_t>{1000, 1}, {0, 0}})
-    check_enqueue_only("mix_constant with n = " + std::to_string(n),
-                       [&, n = n](cudaStream_t s) { ch06::mix_constant(in.data(), out.data(), n, s); }, kernels);
+    CML_CHECK_ENQUEUE_ONLY("mix_constant with n = " + std::to_string(n),
+                           ([&, n = n](cudaStream_t s) { ch06::mix_constant(in.data(), out.data(), n, s); }), kernels,
+                           kEnqueuePromise);
 }
 
 TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per warp (SASS)", "[ch06][step2][mechanism]") {
-  CML_CODE(k, "mix_constant_kernel");
-  const std::string err = ch06::step2_code_error(k);
-  INFO(err << "(./lab run 06 -- --mode=mechanism shows it; ./lab hint 06)");
+  CML_KERNEL_SASS(k, "mix_constant_kernel");
+  const std::string err = step2_code_error(*k);
+  INFO(err << "(./lab run 06 -- --mode=constant shows its reads of M; ./lab hint 06)");
   CHECK(err.empty());
 }
 
@@ -343,17 +370,17 @@ std::string rotation_error(const ch06::RotationCase& rc) {
   cml::Stream s;
   const ch06::PitchedImage image(rc.width, rc.height, s);
   const ch06::TextureObject tex(ch06::create_rotation_texture(image.image()));
-  const ch06::PoisonedOutput out(image.host.size(), s);
+  const ch06::Output out(image.host.size(), s);
   ch06::rotate_texture(tex.t, image.image(), rc.angle, out.data(), s);
   std::vector<float> got;
-  const std::string err = out.read(got, "rotate_texture");
+  const std::string err = ch06::read_output(out, got, "rotate_texture", s);
   if (!err.empty())
     return loadable(reinterpret_cast<const void*>(ch06::rotate_texture_kernel), "rotate_texture_kernel", err) +
            (tex.t == 0 ? " (create_rotation_texture returned no texture object)" : "");
   const std::string miss =
       ch06::rotation_mismatch(got, ch06::rotation_reference(image.host, rc.width, rc.height, rc.angle), rc.width);
   if (miss.empty()) return "";
-  if (std::any_of(got.begin(), got.end(), ch06::PoisonedOutput::is_poison))
+  if (std::any_of(got.begin(), got.end(), ch06::Output::is_poison))
     return miss + "; some pixels were never written: does every output pixel get a thread?";
   return miss + " — wrong at the edges only: what does a read outside the image return? everywhere, off by about half "
                 "a neighbour's difference: pixel centres are at i + 0.5; a step-like result: is the texture filtering?";
@@ -369,6 +396,11 @@ TEST_CASE("step 3: rotate_texture matches the bilinear reference within the 9-bi
     INFO(rc.width << " x " << rc.height << " (" << rc.what << "): " << err << " (step 3; ./lab hint 06)");
     CHECK(err.empty());
   }
+}
+
+TEST_CASE("step 3: rotate_texture only enqueues its kernel, with rotate_grid", "[ch06][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
   cml::Stream s;
   const ch06::PitchedImage image(64, 48, s);
   s.synchronize();
@@ -376,10 +408,13 @@ TEST_CASE("step 3: rotate_texture matches the bilinear reference within the 9-bi
   cml::DeviceBuffer<float> out(64 * 48);
   for (const auto& [w, h, kernels] : {std::tuple<int, int, std::size_t>{64, 48, 1}, {0, 48, 0}, {64, 0, 0}}) {
     const ch06::Image img{image.image().data, image.image().pitch_bytes, w, h};
-    check_enqueue_only("rotate_texture on " + std::to_string(w) + " x " + std::to_string(h),
-                       [&, img](cudaStream_t x) { ch06::rotate_texture(tex.t, img, 0.5f, out.data(), x); }, kernels);
+    CML_CHECK_ENQUEUE_ONLY("rotate_texture on " + std::to_string(w) + " x " + std::to_string(h),
+                           ([&, img](cudaStream_t x) { ch06::rotate_texture(tex.t, img, 0.5f, out.data(), x); }),
+                           kernels, kEnqueuePromise);
   }
-  const auto shape = launch_shape([&](cudaStream_t x) { ch06::rotate_texture(tex.t, image.image(), 0.5f, out.data(), x); });
+  const auto e = watch([&](cudaStream_t x) { ch06::rotate_texture(tex.t, image.image(), 0.5f, out.data(), x); });
+  CML_REQUIRE_TRACE_OK(e.trace);
+  const auto shape = launch_shape(e.trace);
   const auto want = shape_text(ch06::rotate_grid(64, 48), dim3(ch06::kRotateBlockX, ch06::kRotateBlockY));
   INFO("rotate_texture on 64 x 48 launched " << shape << "; want " << want
        << " (memory_spaces.cuh: every rotation launches rotate_grid, 32 x 8 threads; step 3)");
@@ -428,9 +463,28 @@ TEST_CASE("step 3: the rotation's texture is over the image, filters linearly an
   }
 }
 
+namespace {
+
+// rotate_texture_kernel's compiled code: "" when it reads through the texture unit only
+// (texture instructions, no global loads), else what is wrong.
+std::string step3_code_error(const cml::sass::Function& k) {
+  std::ostringstream s;
+  const std::size_t fetches = cml::sass::count(k, "TEX") + cml::sass::count(k, "TLD") + cml::sass::count(k, "TLD4");
+  const std::size_t loads = cml::sass::count(k, "LDG");
+  if (fetches == 0)
+    s << "rotate_texture_kernel has no texture instruction (TEX/TLD): it must read the image with tex2D<float> "
+      << "through the texture object (step 3). ";
+  if (loads > 0)
+    s << "it still loads from global memory " << loads << " time(s) (e.g. \"" << cml::sass::first_containing(k, "LDG")
+      << "\"): every value must come through the texture (step 3). ";
+  return s.str();
+}
+
+}  // namespace
+
 TEST_CASE("step 3: rotate_texture_kernel reads through the texture unit only (SASS)", "[ch06][step3][mechanism]") {
-  CML_CODE(k, "rotate_texture_kernel");
-  const std::string err = ch06::step3_code_error(k);
-  INFO(err << "(./lab run 06 -- --mode=mechanism shows it; ./lab hint 06)");
+  CML_KERNEL_SASS(k, "rotate_texture_kernel");
+  const std::string err = step3_code_error(*k);
+  INFO(err << "(cuobjdump -sass build/chapters/ch06 shows it; ./lab hint 06)");
   CHECK(err.empty());
 }

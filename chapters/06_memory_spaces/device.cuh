@@ -1,8 +1,8 @@
 // Chapter 06 — the slow way of each step, written once as device code: the starter's kernels
-// (exercise.cu) run it until you replace them, and the chapter's comparisons (support.cu)
+// (exercise.cu) run it until you replace them, and the chapter's comparisons (provided.cu)
 // run it to be timed beside yours. A ring buffer in local memory, a mix whose lanes ask
 // constant memory for 16 addresses at once, a rotation interpolated by hand.
-// Device code: included by exercise.cu and support.cu (nvcc) only.
+// Device code: included by exercise.cu and provided.cu (nvcc) only.
 #pragma once
 
 #include "memory_spaces.cuh"

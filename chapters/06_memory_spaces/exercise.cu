@@ -23,8 +23,9 @@ namespace ch06 {
 // run time. Registers cannot be indexed, so the whole array lives in local memory (a
 // 128-byte stack frame, LDL/STL in SASS). Write the filter here so that every index into the
 // window is a compile-time constant once the loops are unrolled. Constraints: no stack
-// frame, no spill, no local memory at all in fir_registers_kernel (check with
-// ./lab run 06 -- --mode=mechanism); same results, same grid and block (fir_grid, kFirBlock).
+// frame, no spill, no local memory at all in fir_registers_kernel (check with ./lab check 06,
+// which reads your compiled code even without a GPU); same results, same grid and block
+// (fir_grid, kFirBlock).
 __global__ void fir_registers_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
                                      Taps taps) {
   fir_ring_window(in, out, rows, cols, taps);

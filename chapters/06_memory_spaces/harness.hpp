@@ -1,21 +1,19 @@
 // Chapter 06 — what the program and the tests (tests/test_06_memory_spaces.cpp) share: the
 // inputs and CPU references of the three steps (with the rotation's tolerance for the
 // texture unit's 9-bit weights), and the device buffers every check runs on, each filled,
-// run and read back in the order of one stream. (The reading of the compiled code is
-// compiled_code.hpp's.) Host code only.
+// run and read back in the order of one stream. Host code only.
 #pragma once
 
 #include "memory_spaces.cuh"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
+#include "cml/guarded.hpp"
 #include "cml/verify.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
-#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -173,51 +171,29 @@ inline void upload(float* device, const std::vector<float>& host, cudaStream_t s
   CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
 }
 
-// An output of n floats followed by kGuard more, all poisoned with 0xFF bytes (a NaN no
-// kernel of the chapter writes) on `stream`: read() tells a kernel that did not run, a
-// launch error nobody reported and a write past the end from a wrong value.
-class PoisonedOutput {
- public:
-  static constexpr std::size_t kGuard = 64;
-  PoisonedOutput(std::size_t n, cudaStream_t stream) : n_(n), buffer_(n + kGuard), stream_(stream) {
-    CUDA_CHECK(cudaMemsetAsync(buffer_.data(), 0xFF, buffer_.bytes(), stream));
-  }
-  float* data() const { return buffer_.data(); }
+// Outputs are cml::GuardedBuffer<float>s: n floats and a guard after them, all poisoned with
+// 0xFF bytes (a NaN no kernel of the chapter writes); construct each with the stream its
+// kernel runs on (Output out(n, stream)), so the poison lands before the kernel runs.
+using Output = cml::GuardedBuffer<float>;
 
-  // Call right after `function` enqueued its kernel on the stream: waits for the stream,
-  // copies the n values into `got`, and returns "" or what went wrong.
-  std::string read(std::vector<float>& got, const std::string& function) const {
-    const cudaError_t launch = cudaGetLastError();  // a launch error the function left unreported
-    std::vector<float> all(buffer_.size());
-    CUDA_CHECK(cudaMemcpyAsync(all.data(), buffer_.data(), buffer_.bytes(), cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
-    got.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_));
-    if (launch != cudaSuccess)
-      return "the kernel did not run: its launch failed with " + std::string(cudaGetErrorName(launch)) + " (" +
-             cudaGetErrorString(launch) + "), and " + function + " did not report it: check every launch with "
-             "CUDA_CHECK_LAUNCH()";
-    std::size_t poisoned = 0;
-    for (std::size_t i = 0; i < n_; ++i) poisoned += is_poison(all[i]);
-    if (n_ > 0 && poisoned == n_)
-      return "the kernel did not run (or wrote nothing): all " + std::to_string(n_) + " values of out still hold the "
-             "0xFF poison written before the launch, and no CUDA error was reported (cudaGetLastError after " +
-             function + ": cudaSuccess)";
-    for (std::size_t i = n_; i < all.size(); ++i)
-      if (!is_poison(all[i])) return function + " wrote past the end of out (" + std::to_string(i - n_) + " floats after it)";
-    return "";
-  }
-  // Whether a value is still the poison: an element no thread wrote.
-  static bool is_poison(float v) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &v, sizeof bits);
-    return bits == 0xFFFFFFFFu;
-  }
-
- private:
-  std::size_t n_;
-  cml::DeviceBuffer<float> buffer_;
-  cudaStream_t stream_;
-};
+// Call right after `function` enqueued its kernel on `stream` to write `out`: waits for the
+// stream, copies the n values into `got`, and returns "" or what went wrong before the
+// values can be compared: a launch error `function` left unreported, a kernel that did not
+// run (every value still the poison), or a write past the end of out.
+inline std::string read_output(const Output& out, std::vector<float>& got, const std::string& function,
+                               cudaStream_t stream) {
+  const cudaError_t launch = cudaGetLastError();  // a launch error the function left unreported
+  const std::string past_end = out.read(got, "out", stream);
+  if (launch != cudaSuccess)
+    return "the kernel did not run: its launch failed with " + std::string(cudaGetErrorName(launch)) + " (" +
+           cudaGetErrorString(launch) + "), and " + function + " did not report it: check every launch with "
+           "CUDA_CHECK_LAUNCH()";
+  if (!got.empty() && std::all_of(got.begin(), got.end(), Output::is_poison))
+    return "the kernel did not run (or wrote nothing): all " + std::to_string(got.size()) + " values of out still "
+           "hold the 0xFF poison written before the launch, and no CUDA error was reported (cudaGetLastError after " +
+           function + ": cudaSuccess)";
+  return past_end.empty() ? "" : function + ": " + past_end;
+}
 
 // The image image_value(x, y), w x h, in pitched device memory (cudaMallocPitch, whose pitch
 // suits a 2D texture), uploaded on `stream`; `host` keeps it dense, for the references.

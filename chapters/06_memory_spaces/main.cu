@@ -4,12 +4,13 @@
 // what the compiler made of each (registers, stack frame, LDL/STL, constant reads, TEX).
 //
 //   ./lab run 06                          the table, check, time, with resources and SASS
-//   ./lab run 06 -- --mode=mechanism      the compiled code's checks only (no GPU needed)
 //   ./lab run 06 -- --degrees=30          the rotation's angle
+//   ./lab check 06                        the tests; the compiled code's checks need no GPU
 //
-// This file parses, opens the run and dispatches; each mode is one function of program.hpp.
+// This file parses, opens the run and dispatches; each mode is one function of
+// program/modes.hpp.
 #include "memory_spaces.cuh"
-#include "program.hpp"
+#include "program/modes.hpp"
 
 #include "cml/exit_codes.hpp"
 #include "cml/program.hpp"
@@ -21,15 +22,12 @@
 
 namespace {
 
-bool mechanism(ch06::Context&) { return ch06::mechanism_report() == cml::kExitOk; }
-
 const std::vector<cml::Mode<ch06::Context>>& modes() {
   static const std::vector<cml::Mode<ch06::Context>> m = {
       {"table", "the memory spaces with this GPU's sizes", ch06::spaces_table},
       {"local", "step 1: the filter in local memory and in registers; a sort capped into spills", ch06::local_mode},
       {"constant", "step 2: the mix from constant memory (divergent, yours), global and __ldg", ch06::constant_mode},
       {"texture", "step 3: the rotation by hand and through your texture", ch06::texture_mode},
-      {"mechanism", "the compiled code's checks of steps 1-3 (no GPU needed)", mechanism, false},
   };
   return m;
 }
@@ -47,7 +45,6 @@ int run(int argc, char** argv) {
       .integer("side", s.side, 1, 1 << 14, "step 3: side of the rotated image")
       .integer("degrees", s.degrees, -360, 360, "step 3: the rotation's angle");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
-  if (s.mode == "mechanism") return ch06::mechanism_report();
   const std::uint64_t fir = 2ull * s.rows * s.cols * 4, mix = 2ull * s.pixels * ch06::kChannels * 4,
                       img = 2ull * s.side * s.side * 4 + 65536ull * s.side;
   const std::uint64_t bytes = std::max({fir, mix, img});

@@ -1,5 +1,5 @@
 // Chapter 06 — the other memory spaces: the API that exercise.cu implements (the learner's
-// part, steps 1-3) and what the chapter provides for its comparisons (support.cu).
+// part, steps 1-3) and what the chapter provides for its comparisons (provided.cu).
 // The program, the tests and the solution all include this file.
 //
 // Every function that takes a stream only enqueues its kernel on it (a size of 0 enqueues
@@ -80,7 +80,7 @@ void rotation_cos_sin(float angle, float& c, float& s);
 dim3 rotate_grid(int width, int height);
 inline constexpr int kRotateBlockX = 32, kRotateBlockY = 8;
 
-// ---- Provided by the chapter (support.cu; the slow ways are device.cuh's) ---------------
+// ---- Provided by the chapter (provided.cu; the slow ways are device.cuh's) --------------
 
 // Step 1's filter with a per-thread ring buffer indexed at run time (window[r % kTaps]):
 // the shipped starter's way, in local memory. Kernel: fir_ring_kernel.
@@ -101,7 +101,7 @@ void sort_runs(SortBudget budget, const float* in, float* out, int rows, int col
 // once), reading M from constant memory (mix_divergent_kernel: divergent, serialised), from
 // global memory with plain loads (mix_global_kernel), and through the read-only path with
 // __ldg (mix_ldg_kernel). M for the last two is the device array `matrix`. set_mix_divergent
-// copies M into support.cu's own constant array (each translation unit has its own);
+// copies M into provided.cu's own constant array (each translation unit has its own);
 // synchronous, as set_mix.
 void set_mix_divergent(const float* matrix);
 void mix_divergent(const float* in, float* out, int n, cudaStream_t stream);

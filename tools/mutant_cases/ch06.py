@@ -1,7 +1,7 @@
 """Chapter 06's mutants: see tools/mutants.py. One per step at least, each a mistake the
 chapter teaches, caught by the named step's tests with the message that names it.
-SASS of the step 1 and 2 mutants checked with nvcc 13.0 (sm_90) and the pip cuobjdump
-(the program's --mode=mechanism, built from each mutant). The speed bars' mistake side:
+SASS of the step 1 and 2 mutants checked with nvcc 13.0 (sm_90) and the pip cuobjdump, on
+each mutant's build. The speed bars' mistake side:
 `python3 tools/mutants.py 06 --only "not unrolled"` leaves that mutant built in
 build-mutants/build, whose `tests/test_ch06_learner "[.measure]"` times it against the ring."""
 from . import Mutant

@@ -8,7 +8,7 @@
 //   ./lab run 06 -- --mode=texture     step 3: the rotation by hand and through your texture
 #include "harness.hpp"
 #include "memory_spaces.cuh"
-#include "program.hpp"
+#include "modes.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -33,10 +33,10 @@ using cml::fixed;
 bool run_and_check(Context& c, const std::string& what, const std::function<void(float*, cudaStream_t)>& work,
                    std::size_t n, const std::function<std::string(const std::vector<float>&)>& compare,
                    const char* passed = "PASSED") {
-  const PoisonedOutput out(n, c.stream);
+  const Output out(n, c.stream);
   work(out.data(), c.stream);
   std::vector<float> got;
-  std::string error = out.read(got, what);
+  std::string error = read_output(out, got, what, c.stream);
   if (error.empty()) error = compare(got);
   std::printf("%s: %s\n", what.c_str(), error.empty() ? passed : ("FAILED: " + error).c_str());
   return error.empty();
@@ -112,7 +112,7 @@ bool local_mode(Context& c) {
   struct V {
     const char* name;
     FirFn fn;
-    const void* kernel;  // for cudaFuncGetAttributes; support.cu's kernels are not declared
+    const void* kernel;  // for cudaFuncGetAttributes; provided.cu's kernels are not declared
     const char* kernel_name;
   };
   const std::vector<V> vs = {
@@ -155,8 +155,8 @@ bool local_mode(Context& c) {
     t.row(r);
   }
   c.run.emit(t);
-  std::printf("(GB/s = 10^9 bytes read + written per second; ptxas's own words: nvcc -Xptxas -v, or "
-              "./lab run 06 -- --mode=mechanism)\n");
+  std::printf("(GB/s = 10^9 bytes read + written per second; ptxas's own words: nvcc -Xptxas -v; "
+              "./lab check 06 checks your kernel's compiled code, without a GPU too)\n");
   return spills(c, in.data(), out.data()) && ok;
 }
 

@@ -3,7 +3,7 @@
 // report.
 //
 //   ./lab run 06 -- --mode=table
-#include "program.hpp"
+#include "modes.hpp"
 
 #include "cml/errors.hpp"
 #include "cml/table.hpp"

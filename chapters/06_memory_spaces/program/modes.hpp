@@ -1,7 +1,8 @@
 // Chapter 06 — what the program's files share: its settings, the context every mode runs in,
 // and the modes themselves, one function each: main.cu parses, opens and dispatches;
-// spaces_table.cpp prints the table of spaces; steps.cpp checks and times each step beside
-// its comparisons; code_report.cpp reads what the compiler made of each kernel.
+// program/spaces_table.cpp prints the table of spaces; program/steps.cpp checks and times
+// each step beside its comparisons; program/code_report.cpp reads what the compiler made of
+// each kernel. The program's alone: the tests never include it.
 #pragma once
 
 #include "cml/run.hpp"
@@ -33,14 +34,11 @@ bool spaces_table(Context& c);
 bool local_mode(Context& c);
 bool constant_mode(Context& c);
 bool texture_mode(Context& c);
-// --mode=mechanism: the compiled code's checks of steps 1-3; needs no GPU. An exit code.
-int mechanism_report();
-
-// What the compiler made of this program's kernel `name` (ch06::name), as table cells:
-// "REG r, STACK s, SHARED b" from cuobjdump -res-usage, and counts of SASS instructions,
-// `what` naming them ("LDL", "STL", "LDS", "STS", "LDG", "TEX", "c[0x3][imm]", "c[0x3][R]",
-// "LDG.E.CONSTANT", "other LDG"): "3 LDL, 0 STL". "-" when there is no such kernel; the
-// reason in parentheses when cuobjdump cannot be run.
+// What the compiler made of this program's kernel `name` (ch06::name), read with cml::sass,
+// as table cells: "REG r, STACK s, SHARED b" from cuobjdump -res-usage, and counts of SASS
+// instructions, `what` naming them ("LDL", "STL", "LDS", "STS", "LDG", "TEX", "c[0x3][imm]",
+// "c[0x3][R]", "LDG.E.CONSTANT", "other LDG"): "3 LDL, 0 STL". "-" when there is no such
+// kernel; the reason in parentheses when cuobjdump cannot be run.
 std::string compiler_cell(const std::string& name);
 std::string sass_cell(const std::string& name, const std::vector<std::string>& what);
 // cudaFuncGetAttributes of `kernel` (what the runtime loaded): numRegs, localSizeBytes,

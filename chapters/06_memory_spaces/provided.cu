@@ -103,7 +103,7 @@ void sort_runs(SortBudget budget, const float* in, float* out, int rows, int col
 
 // ---- Step 2's comparisons ---------------------------------------------------------------
 
-// support.cu's own copy of M: each translation unit has its own constant memory.
+// provided.cu's own copy of M: each translation unit has its own constant memory.
 __constant__ float c_mix_divergent[kChannels * kChannels];
 
 void set_mix_divergent(const float* matrix) { copy_to_constant(c_mix_divergent, matrix); }
