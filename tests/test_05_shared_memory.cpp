@@ -1,65 +1,61 @@
 // Chapter 05 — shared memory: the tests of exercise.cu, step by step. Results against the
-// CPU on square, non-square and ragged shapes; the header's promises (only enqueues, on
-// the stream given; nothing for an empty matrix; nothing written outside `out`); mechanism
-// from the SASS of the learner's own kernels (cuobjdump) and from Nsight Compute's shared
-// wavefront and bank-conflict counters; speed relative to a copy of the same bytes
-// measured in the same process. And the bank model (cml/banks.hpp) against ncu on every
-// access-width experiment.
+// CPU on square, non-square and ragged shapes; the contract's promises (shared_memory.cuh:
+// only enqueues, on the stream given; nothing for an empty matrix; nothing written outside
+// `out`); mechanism from the SASS of the learner's own kernels (cuobjdump), from
+// compute-sanitizer racecheck on each kernel, and from Nsight Compute's shared wavefront and
+// bank-conflict counters; speed relative to a copy of the same bytes measured in the same
+// process. And the bank model (cml/banks.hpp) against ncu on every access-width experiment.
 //
 //   ./lab check 05                        against your exercise.cu
 //   meson test -C build "ch05 solution"   against the solution
 #include "harness.hpp"
-#include "transpose.cuh"
+#include "shared_memory.cuh"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
+#include "integrity.hpp"
 #include "kernel_sass.hpp"
+#include "ncu_evidence.hpp"
 #include "sanitizer_target.hpp"
 #include "speed_bar.hpp"
+#include "target_case.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
+#include "cml/guarded.hpp"
 #include "cml/ncu.hpp"
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
-#include "cml/tools.hpp"
 
 #include <cmath>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
+
+CML_INTEGRITY_CASE(05, "05_shared_memory")
 
 namespace {
 
 using TransposeFn = void (*)(const float*, float*, int, int, cudaStream_t);
 
-constexpr std::size_t kGuard = 64;  // poisoned floats after `out`: nothing may be written there
-
-// Runs fn on a rows x cols matrix and checks the transpose, and that the guard after out
-// is untouched. Returns "" when right, else what went wrong.
+// Runs fn on a rows x cols matrix and checks the transpose, and that the poisoned guard
+// after `out` is untouched. Returns "" when right, else what went wrong.
 std::string transpose_error(TransposeFn fn, int rows, int cols) {
+  using Out = cml::GuardedBuffer<float>;
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  std::vector<float> host(n + kGuard);
+  std::vector<float> host(n + Out::kGuard);  // `in` has as many floats after it (zeros), as `out` has poison
   for (std::size_t i = 0; i < n; ++i) host[i] = ch05::element_value(i);
-  cml::DeviceBuffer<float> in(n + kGuard), out(n + kGuard);
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), (n + kGuard) * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(out.data(), 0xFF, (n + kGuard) * 4));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  cml::DeviceBuffer<float> in(n + Out::kGuard);
+  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), in.bytes(), cudaMemcpyHostToDevice));
+  const Out out(n);  // poisoned, and landed before a kernel on a non-blocking stream
   cml::Stream s;
   fn(in.data(), out.data(), rows, cols, s);
-  s.synchronize();
-  CUDA_CHECK(cudaMemcpy(host.data(), out.data(), (n + kGuard) * 4, cudaMemcpyDeviceToHost));
-  for (std::size_t i = n; i < n + kGuard; ++i) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &host[i], 4);
-    if (bits != 0xFFFFFFFFu) return "wrote past the end of out (element " + std::to_string(i - n) + " after it)";
-  }
-  host.resize(n);
-  const auto r = ch05::check_transpose(host, rows, cols);
-  return r.ok ? "" : r.describe();
+  std::vector<float> got;
+  if (std::string past = out.read(got, "out", s); !past.empty()) return past;
+  const auto r = ch05::check_transpose(got, rows, cols);
+  if (r.ok) return "";
+  return r.describe() + (Out::is_poison(got[r.first_bad]) ? " (no thread wrote that element)" : "");
 }
 
 // Every shape of the list; a failure on a non-square shape after the square ones passed
@@ -85,37 +81,26 @@ void check_shapes(TransposeFn fn, const std::vector<ch05::Shape>& shapes, const 
   }
 }
 
-// The function only enqueues its kernel on the stream it is given (an empty matrix: none).
-std::string capture_error(TransposeFn fn, int rows, int cols, std::size_t kernels) {
-  const std::size_t n = static_cast<std::size_t>(rows > 0 ? rows : 1) * (cols > 0 ? cols : 1);
-  cml::DeviceBuffer<float> in(n), out(n);
-  return cml::test::enqueue_only_error([&](cudaStream_t s) { fn(in.data(), out.data(), rows, cols, s); }, kernels);
-}
-
+// The function only enqueues its kernel on the stream it is given, and an empty matrix
+// nothing. Call from a [mechanism] case, after CML_REQUIRE_TRACING(): it needs the trace.
 void check_enqueues_only(TransposeFn fn, const char* name) {
+  cml::test::device();
   for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}}) {
-    const std::string err = capture_error(fn, rows, cols, kernels);
-    INFO(name << " on " << rows << " x " << cols << ": " << err
-              << " (transpose.cuh: each function only enqueues its kernel on `stream`; an empty matrix enqueues nothing)");
-    CHECK(err.empty());
+    const std::size_t n = static_cast<std::size_t>(rows > 0 ? rows : 1) * (cols > 0 ? cols : 1);
+    cml::DeviceBuffer<float> in(n), out(n);  // allocated before the watch: cudaMalloc may wait
+    CML_CHECK_ENQUEUE_ONLY(std::string(name) + " on " + std::to_string(rows) + " x " + std::to_string(cols),
+                           [&](cudaStream_t s) { fn(in.data(), out.data(), rows, cols, s); }, kernels,
+                           "shared_memory.cuh: each function only enqueues its kernel on `stream`; an empty matrix "
+                           "enqueues nothing");
   }
 }
 
 // ---- SASS -------------------------------------------------------------------------------
 
-// Shared or global accesses of a width: "LDS" with width 16 counts LDS.128 and LDS.U.128.
-std::size_t count_width(const cml::sass::Function& f, const std::string& op, unsigned bytes) {
-  std::size_t n = 0;
-  for (const auto& o : f.opcodes) {
-    if (o.rfind(op, 0) != 0 || (o.size() > op.size() && o[op.size()] != '.')) continue;
-    const bool w64 = o.find(".64") != std::string::npos, w128 = o.find(".128") != std::string::npos;
-    const unsigned w = w128 ? 16 : w64 ? 8 : 4;  // .U8/.S16 and the like count as narrow
-    n += w == bytes ? 1 : 0;
-  }
-  return n;
-}
-std::size_t count_op(const cml::sass::Function& f, const std::string& op) {
-  return count_width(f, op, 4) + count_width(f, op, 8) + count_width(f, op, 16);
+// The 16-byte accesses of kind `op` (LDG, STG, LDS, STS) in f: LDS.128, LDS.U.128 (sm_75's
+// form), LDG.E.128 and LDG.E.128.CONSTANT and the like.
+std::size_t count_16_bytes(const cml::sass::Function& f, const std::string& op) {
+  return cml::sass::count(f, op + ".128") + cml::sass::count(f, op + ".U.128") + cml::sass::count(f, op + ".E.128");
 }
 
 // ---- Nsight Compute ---------------------------------------------------------------------
@@ -134,15 +119,6 @@ double metric(const cml::ncu::KernelMetrics& k, int m) {
   const auto it = k.values.find(ch05::shared_metrics()[m]);
   return it == k.values.end() ? -1.0 : it->second;
 }
-
-#define CML_REQUIRE_NCU(result, why)                                                             \
-  do {                                                                                           \
-    if ((result).empty()) {                                                                      \
-      if ((why).find("not installed") != std::string::npos || (why).find("ERR_NVGPUCTRPERM") != std::string::npos) \
-        CML_SKIP(why);                                                                           \
-      FAIL("ncu did not give the counters: " << (why));                                          \
-    }                                                                                            \
-  } while (0)
 
 // The learner's kernels as the [.target] case launches them (CML_TARGET=kernels), on the
 // profile shape, in this order.
@@ -188,20 +164,13 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
 
 // ---- compute-sanitizer racecheck ---------------------------------------------------------
 
-
-#define check_no_race(kernel, step)                                                                       \
-  do {                                                                                                    \
-    cml::test::device();                                                                                  \
-    std::string why_;                                                                                     \
-    const std::string report_ =                                                                          \
-        cml::test::sanitize_target("racecheck", std::string("race:") + (kernel), why_);                  \
-    if (!why_.empty()) CML_SKIP(why_);                                                                    \
-    INFO("compute-sanitizer racecheck found hazards in " << (kernel) << ": a thread reads a tile element " \
-         "another warp writes, with no barrier between that write and this read — __syncthreads() after "  \
-         "the whole tile is written, before any thread reads it (" << (step) << "; ./lab hint 05)\n"       \
-         << report_);                                                                                     \
-    CHECK(report_.empty());                                                                               \
-  } while (0)
+// What racecheck's hazards in a step's kernel mean, and what to do (CML_CHECK_SANITIZER
+// prints it before the tool's report).
+std::string race_advice(const char* step) {
+  return std::string("found hazards: a thread reads a tile element another warp writes, with no barrier between "
+                     "that write and this read — __syncthreads() after the whole tile is written, before any "
+                     "thread reads it (") + step + "; ./lab hint 05)";
+}
 
 // ---- Speed ------------------------------------------------------------------------------
 
@@ -232,25 +201,20 @@ void check_speed(TransposeFn fn, const char* name, TransposeFn baseline, const c
 
 // The speed bars, as ratios to a copy of the same bytes timed interleaved in the same
 // process. Each sits between the slowest correct solution and the fastest mistake the step
-// teaches, measured five times each at 8192^2 on an H100 and an H200 (2026-11-23;
-// docs/05_shared_memory.md, "Speed bars"):
-//   step 1: naive (the mistake) 0.168-0.171 of copy_tiles on both; the conflicting tile
-//           (a correct step 1) 0.568-0.576 on the H200, 0.68 on the H100. Bar 0.35.
+// teaches, at 8192^2 (the measurements, both GPUs: docs/05_shared_memory.md, "Speed bars:
+// the measurements behind them").
+// Step 1: above the naive transpose (the mistake, 0.168-0.171 of copy_tiles), below a
+// conflicting tile (a correct step 1).
 constexpr double kTiledOverCopyTiles = 0.35;
-//   steps 2-3: the conflicting tile (the mistake) 0.568-0.576 (H200) and 0.68 (H100); the
-//   slowest correct, the 64-tile swizzled on the H200, 1.057-1.063 (classic 32 x 32:
-//   1.099-1.117; padded 1.146-1.173). Bar 0.85, mid-gap.
+// Steps 2-3: mid-gap between the conflicting tile (the mistake, 0.568-0.576 of copy_tiles
+// on the H200) and the slowest correct tile.
 constexpr double kPaddedOverCopyTiles = 0.85;
 constexpr double kSwizzledOverCopyTiles = 0.85;
-//   step 4: with the starter's row order of blocks, the solution ran 0.901-0.918 of
-//   cudaMemcpy on the H200 (0.91-0.92 on 2026-11-23, five runs) and 0.971-1.001 on the H100,
-//   the float4 tile unswizzled (8-way) 0.84-0.85 and step 2's scalar padded tile called
-//   instead 0.84-0.87 (H200): bar 0.88, mid-gap. With the solution's column order
-//   (2026-11-24, H200, five runs) the solution runs 0.93-0.95, but the same two mistakes
-//   0.87-0.89 and 0.89-0.90: they reach the bar, so on the H200 the SASS test (16-byte
-//   accesses) and the ncu test (no conflict) are what name them, not this one. A float4 tile
-//   padded by one float4 (4-way) runs faster than the solution (0.95-0.96, then 0.98-1.01):
-//   the ncu test names that one.
+// Step 4: set mid-gap with the starter's row order of blocks. In the solution's column
+// order two mistakes (the float4 tile unswizzled, step 2's scalar tile called instead)
+// reach it on the H200, and a float4 tile padded by one float4 runs faster than the
+// solution: there the SASS test (16-byte accesses) and the ncu test (no conflict) name
+// them, not this one.
 constexpr double kWideOverMemcpy = 0.88;
 
 void memcpy_d2d(const float* in, float* out, int rows, int cols, cudaStream_t s) {
@@ -259,14 +223,16 @@ void memcpy_d2d(const float* in, float* out, int rows, int cols, cudaStream_t s)
 
 }  // namespace
 
-// Not a test: what the profile tests run under ncu. CML_TARGET=experiments launches every
-// access-width experiment once (in harness.hpp's order); CML_TARGET=kernels the learner's
-// four transposes once each on the profile shape.
+// Not a test: what the profile and racecheck tests run under their tool. CML_TARGET=experiments
+// launches every access-width experiment once (in harness.hpp's order); CML_TARGET=kernels
+// the learner's four transposes once each on the profile shape; CML_TARGET=<kernel name>
+// (racecheck) that one transpose once on a small ragged matrix.
 TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
-  const char* what = std::getenv("CML_TARGET");
-  if (what == nullptr) return;
+  const auto target = cml::test::target_name();
+  if (!target) return;  // a normal run: nothing to launch
+  const std::string what = *target;
   cml::Stream s;
-  if (std::string(what) == "experiments") {
+  if (what == "experiments") {
     const auto& ex = ch05::experiments();
     cml::DeviceBuffer<unsigned> element(32 * ex.size());
     cml::DeviceBuffer<float> sink(32);
@@ -283,9 +249,9 @@ TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
   cml::DeviceBuffer<float> in(n), out(n);
   CUDA_CHECK(cudaMemset(in.data(), 0, n * 4));
   CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  const std::string race = std::string(what).rfind("race:", 0) == 0 ? std::string(what).substr(5) : "";
+  const std::string one = what == "kernels" ? "" : what;  // one kernel, for racecheck
   for (const auto& [name, fn] : learner_kernels())
-    if (race.empty() || race == name) fn(in.data(), out.data(), race.empty() ? shape.rows : 100, race.empty() ? shape.cols : 68, s);
+    if (one.empty() || one == name) fn(in.data(), out.data(), one.empty() ? shape.rows : 100, one.empty() ? shape.cols : 68, s);
   s.synchronize();
 }
 
@@ -296,15 +262,16 @@ TEST_CASE("step 1: transpose_tiled transposes square, non-square and ragged matr
   check_shapes(ch05::transpose_tiled, ch05::checked_shapes(), "step 1");
 }
 
-TEST_CASE("step 1: transpose_tiled only enqueues one kernel on its stream", "[ch05][step1][correctness]") {
-  cml::test::device();
+TEST_CASE("step 1: transpose_tiled only enqueues one kernel on its stream", "[ch05][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
   check_enqueues_only(ch05::transpose_tiled, "transpose_tiled");
 }
 
 TEST_CASE("step 1: transpose_tiled_kernel stages the tile in shared memory behind a barrier", "[ch05][step1][mechanism]") {
   cml::test::device();
   CML_KERNEL_SASS(f, "transpose_tiled_kernel");
-  const std::size_t sts = count_op(*f, "STS"), lds = count_op(*f, "LDS"), bar = cml::sass::count(*f, "BAR.SYNC");
+  const std::size_t sts = cml::sass::count(*f, "STS"), lds = cml::sass::count(*f, "LDS"),
+                    bar = cml::sass::count(*f, "BAR.SYNC");
   INFO("transpose_tiled_kernel has " << sts << " shared stores, " << lds << " shared loads: a warp must write "
        "its row of the tile to shared memory and read a column of it back (step 1; ./lab hint 05)");
   CHECK(sts > 0);
@@ -315,7 +282,8 @@ TEST_CASE("step 1: transpose_tiled_kernel stages the tile in shared memory behin
 }
 
 TEST_CASE("step 1: transpose_tiled_kernel has no shared-memory race (racecheck)", "[ch05][step1][mechanism]") {
-  check_no_race("transpose_tiled_kernel", "step 1");
+  cml::test::device();
+  CML_CHECK_SANITIZER("racecheck", "transpose_tiled_kernel", race_advice("step 1"));
 }
 
 TEST_CASE("step 1: transpose_tiled reaches kTiledOverCopyTiles of copy_tiles", "[ch05][step1][perf]") {
@@ -329,6 +297,10 @@ TEST_CASE("step 1: transpose_tiled reaches kTiledOverCopyTiles of copy_tiles", "
 TEST_CASE("step 2: transpose_padded transposes square, non-square and ragged matrices", "[ch05][step2][correctness]") {
   cml::test::device();
   check_shapes(ch05::transpose_padded, ch05::checked_shapes(), "step 2");
+}
+
+TEST_CASE("step 2: transpose_padded only enqueues one kernel on its stream", "[ch05][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
   check_enqueues_only(ch05::transpose_padded, "transpose_padded");
 }
 
@@ -344,7 +316,8 @@ TEST_CASE("step 2: transpose_padded reaches kPaddedOverCopyTiles of copy_tiles",
 }
 
 TEST_CASE("step 2: transpose_padded_kernel has no shared-memory race (racecheck)", "[ch05][step2][mechanism]") {
-  check_no_race("transpose_padded_kernel", "step 2");
+  cml::test::device();
+  CML_CHECK_SANITIZER("racecheck", "transpose_padded_kernel", race_advice("step 2"));
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
@@ -352,6 +325,10 @@ TEST_CASE("step 2: transpose_padded_kernel has no shared-memory race (racecheck)
 TEST_CASE("step 3: transpose_swizzled transposes square, non-square and ragged matrices", "[ch05][step3][correctness]") {
   cml::test::device();
   check_shapes(ch05::transpose_swizzled, ch05::checked_shapes(), "step 3");
+}
+
+TEST_CASE("step 3: transpose_swizzled only enqueues one kernel on its stream", "[ch05][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
   check_enqueues_only(ch05::transpose_swizzled, "transpose_swizzled");
 }
 
@@ -368,7 +345,8 @@ TEST_CASE("step 3: transpose_swizzled reaches kSwizzledOverCopyTiles of copy_til
 }
 
 TEST_CASE("step 3: transpose_swizzled_kernel has no shared-memory race (racecheck)", "[ch05][step3][mechanism]") {
-  check_no_race("transpose_swizzled_kernel", "step 3");
+  cml::test::device();
+  CML_CHECK_SANITIZER("racecheck", "transpose_swizzled_kernel", race_advice("step 3"));
 }
 
 // ---- Step 4 -----------------------------------------------------------------------------
@@ -376,20 +354,24 @@ TEST_CASE("step 3: transpose_swizzled_kernel has no shared-memory race (racechec
 TEST_CASE("step 4: transpose_wide transposes every shape of multiples of 4, and refuses others", "[ch05][step4][correctness]") {
   cml::test::device();
   check_shapes(ch05::transpose_wide, ch05::checked_shapes_wide(), "step 4");
-  check_enqueues_only(ch05::transpose_wide, "transpose_wide");
   cml::DeviceBuffer<float> in(64 * 64), out(64 * 64);
   for (const auto& [rows, cols] : {std::pair<int, int>{6, 8}, {8, 6}, {1, 4}}) {
-    INFO("transpose_wide(" << rows << ", " << cols << ") must throw std::invalid_argument (transpose.cuh)");
+    INFO("transpose_wide(" << rows << ", " << cols << ") must throw std::invalid_argument (shared_memory.cuh)");
     CHECK_THROWS_AS(ch05::transpose_wide(in.data(), out.data(), rows, cols, nullptr), std::invalid_argument);
   }
   CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+TEST_CASE("step 4: transpose_wide only enqueues one kernel on its stream", "[ch05][step4][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_enqueues_only(ch05::transpose_wide, "transpose_wide");
 }
 
 TEST_CASE("step 4: every access of transpose_wide_kernel moves 16 bytes (SASS)", "[ch05][step4][mechanism]") {
   cml::test::device();
   CML_KERNEL_SASS(f, "transpose_wide_kernel");
   for (const char* op : {"LDG", "STG", "LDS", "STS"}) {
-    const std::size_t wide = count_width(*f, op, 16), all = count_op(*f, op);
+    const std::size_t wide = count_16_bytes(*f, op), all = cml::sass::count(*f, op);
     INFO("transpose_wide_kernel: " << wide << " of its " << all << " " << op << " instructions move 16 bytes; "
          "want all, and at least one: float4 through the whole kernel — a float4 tile (aligned: pad by a whole "
          "float4 or swizzle float4 columns), and every component of each float4 used (step 4; ./lab hint 05)");
@@ -411,7 +393,8 @@ TEST_CASE("step 4: transpose_wide reaches kWideOverMemcpy of cudaMemcpy", "[ch05
 }
 
 TEST_CASE("step 4: transpose_wide_kernel has no shared-memory race (racecheck)", "[ch05][step4][mechanism]") {
-  check_no_race("transpose_wide_kernel", "step 4");
+  cml::test::device();
+  CML_CHECK_SANITIZER("racecheck", "transpose_wide_kernel", race_advice("step 4"));
 }
 
 // ---- What the chapter provides ---------------------------------------------------------------

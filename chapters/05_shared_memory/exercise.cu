@@ -7,8 +7,8 @@
 //   ./lab check 05          the chapter's tests: which steps pass, and why not
 //   ./lab hint 05           one more hint (chapters/05_shared_memory/hints.md)
 //
-// What each function must do is in transpose.cuh; tile_grid, kTile and kBlockRows too.
-#include "transpose.cuh"
+// What each function must do is in shared_memory.cuh; tile_grid, kTile and kBlockRows too.
+#include "shared_memory.cuh"
 
 #include "cml/errors.hpp"
 

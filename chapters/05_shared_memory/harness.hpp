@@ -4,7 +4,7 @@
 // that measure them. Host code only.
 #pragma once
 
-#include "transpose.cuh"
+#include "shared_memory.cuh"
 
 #include "cml/banks.hpp"
 #include "cml/verify.hpp"
@@ -90,8 +90,12 @@ std::array<unsigned, 32> lanes(F f) {
 }
 }  // namespace detail
 
-// The notes' experiments (../shared/sources/003, smem_t1..t5) and the chapter's own, in
-// the order the profile target launches them.
+// The experiments of the LDS-width notes and the chapter's own, in the order the profile
+// target launches them. The notes (NVIDIA forum answers and ncu experiments, summarised in
+// docs/05_shared_memory.md, "Wider accesses: 8 and 16 bytes per thread") ran five LDS.64
+// kernels, one warp each, here "notes t1" to "notes t5": lanes 0-15 only; lanes 0-14 and 16
+// (lane 16 at element 15); lanes i and i^1 at one element; i and i^1 at one element in the
+// first half-warp, i and i^2 in the second; lanes i and i+16 at one element.
 inline const std::vector<Experiment>& experiments() {
   using detail::lanes;
   constexpr std::uint32_t all = 0xffffffffu;
@@ -246,8 +250,10 @@ inline const std::vector<std::string>& shared_metrics() {
 // Wavefronts ncu counts as conflicts in a whole kernel whose every access is conflict-free,
 // as a share of its shared instructions. With one warp (the experiments) ncu and the model
 // agree exactly; with thousands of warps in flight ncu adds a few stray ones: 14 to 69 per
-// 34,048 loads (0.04-0.2 %) for the padded and swizzled transposes on an H100. A real
-// conflict costs at least one extra wavefront per instruction (100 %), so 2 % tells them apart.
+// 34,048 loads (0.04-0.2 %) for the padded and swizzled transposes on an H100
+// (docs/05_shared_memory.md, "Bank conflicts: the model against ncu for whole kernels"). A
+// real conflict costs at least one extra wavefront per instruction (100 %), so 2 % tells
+// them apart.
 inline constexpr double kStrayConflictShare = 0.02;
 
 // Whether ncu's figure for a whole kernel matches the model's, up to those stray wavefronts.

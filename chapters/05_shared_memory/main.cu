@@ -8,7 +8,7 @@
 //   ./lab run 05 -- --mode=profile        model against ncu, every experiment and kernel
 //   ./lab run 05 -- --rows=8191 --cols=8191   time a shape whose rows are all misaligned
 #include "harness.hpp"
-#include "transpose.cuh"
+#include "shared_memory.cuh"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -226,7 +226,7 @@ bool profile(Context& c) {
     }
   }
   c.run.emit(t);
-  std::printf("(transposes on %d x %d; steps 1-3's model assumes transpose.cuh's mapping of threads to the tile, "
+  std::printf("(transposes on %d x %d; steps 1-3's model assumes shared_memory.cuh's mapping of threads to the tile, "
               "with the tile's side and pitch read from its static shared memory; step 4's is the solution's "
               "float4 layout. "
               "%zu row(s) where model and ncu differ: a rule of cml/banks.hpp to revisit)\n",

@@ -3,11 +3,15 @@
 //
 //   ./lab run 05 --solution          the chapter's program with this file
 //   ./lab diff 05                    your file against this one (spoils the chapter)
-#include "transpose.cuh"
+#include "shared_memory.cuh"
 
 #include "cml/errors.hpp"
 
 #include <stdexcept>
+
+// The solution's marker: the tests refuse a learner's build that contains it (this file
+// copied or included in place of the learner's exercise.cu).
+extern "C" const int cml_ch05_solution_tu = 1;
 
 namespace ch05 {
 
@@ -21,13 +25,10 @@ namespace {
 //
 // The tile is T x T floats, T = kSolutionTile, moved by 32 x 8 threads: T * T / 256
 // elements per thread (4 for the classic 32 x 32 tile, 16 for 64 x 64). Bigger tiles put
-// more loads in flight per thread but measured no faster: on the H200 (2026-11-24) the
-// 32 x 32 tile beat the 64 x 64 one at 8192^2 and 8191^2, once the blocks ran in the
-// order of tile_origin below (docs/05_shared_memory.md, "Speed").
-#ifndef CH05_SOLUTION_TILE
-#define CH05_SOLUTION_TILE 32
-#endif
-constexpr int kSolutionTile = CH05_SOLUTION_TILE;
+// more loads in flight per thread but measured no faster: on the H200 the 32 x 32 tile beat
+// the 64 x 64 one at 8192^2 and 8191^2, once the blocks ran in the order of tile_origin
+// below (docs/05_shared_memory.md, "Speed bars: the measurements behind them").
+constexpr int kSolutionTile = 32;
 static_assert(kSolutionTile % kTile == 0, "the tile is a multiple of 32 floats per side");
 
 // Which tile a block moves. The starter's tile_grid numbers blocks along the rows of `in`:
@@ -36,41 +37,32 @@ static_assert(kSolutionTile % kTile == 0, "the tile is a multiple of 32 floats p
 // b % tile_rows, tile column b / tile_rows) turns that around: blocks that run together
 // write long runs of `out`'s rows and read pieces of `in`. DRAM prefers the long runs on the
 // write side, as we read the measurement: on the H200 the padded transpose went from
-// 0.87-0.88 of cudaMemcpy (row order) to 0.92-0.93 at 8192^2, five runs each. When rows are
-// not a multiple of 8 floats, the sector where two tiles meet in `out` is written half by
-// one block and half by its neighbour; in this order the two run together, and at 8191^2
-// the padded transpose fell less (0.74-0.78 against 0.58-0.60 in row order, H200, before
-// the whole-tile path below; it does not fix 8191^2: see aligned.cu). Build with
-// -DCH05_ROW_ORDER to get tile_grid's order.
+// 0.87-0.88 of cudaMemcpy (row order) to 0.92-0.93 at 8192^2 (docs/05_shared_memory.md,
+// "Speed bars: the measurements behind them", has the rest and the recipe for the row
+// order). When rows are not a multiple of 8 floats, the sector where two tiles meet in
+// `out` is written half by one block and half by its neighbour; in this order the two run
+// together, so at 8191^2 the transposes fall less than in row order, but they still fall
+// (transpose_aligned, in provided.cu, shows what it takes).
 // A 1D grid: no 65535 limit on either side.
 struct TileOrigin {
   int row0, col0;
 };
 __device__ __forceinline__ TileOrigin tile_origin(int rows, int side) {
   const int tile_rows = (rows + side - 1) / side;
-#ifdef CH05_ROW_ORDER
-  (void)tile_rows;
-  return {static_cast<int>(blockIdx.y) * side, static_cast<int>(blockIdx.x) * side};
-#else
   return {static_cast<int>(blockIdx.x % tile_rows) * side, static_cast<int>(blockIdx.x / tile_rows) * side};
-#endif
 }
 
 dim3 tiles_launch(int rows, int cols, int side) {
   const unsigned tile_rows = static_cast<unsigned>((rows + side - 1) / side);
   const unsigned tile_cols = static_cast<unsigned>((cols + side - 1) / side);
-#ifdef CH05_ROW_ORDER
-  return dim3(tile_cols, tile_rows);
-#else
   return dim3(tile_rows * tile_cols);
-#endif
 }
 
 // Where element (row, col) of the tile lives. row & (kTile - 1) is row % kTile for the
 // row >= 0 it always is, in one instruction: written as a signed %, nvcc spent five per
-// access on it, and the swizzled kernel read 0.80-0.84 of cudaMemcpy on the H200 where the
-// padded one read 0.90-0.93; with the mask (and the whole-tile path below) 0.91-0.95,
-// level with the padded one (2026-11-24, 8192^2, five runs each).
+// access on it, and on the H200 the swizzled kernel ran behind the padded one until the
+// mask (and the whole-tile path below) brought it level (docs/05_shared_memory.md, "Speed
+// bars: the measurements behind them").
 template <int T, int Pad, bool Swizzle>
 __device__ __forceinline__ int tile_index(int row, int col) {
   return row * (T + Pad) + (Swizzle ? (col ^ (row & (kTile - 1))) : col);
@@ -83,8 +75,9 @@ __device__ __forceinline__ int tile_index(int row, int col) {
 //
 // At 8191^2 these kernels still fall to 0.66-0.74 of cudaMemcpy on the H200: most rows of
 // `out` start inside a 32-byte sector, so each warp's 128-byte store covers two partial
-// sectors. The chapter's transpose_aligned (aligned.cu) shows what it takes to avoid them,
-// outside the mapping of threads that transpose.cuh fixes for steps 1-3.
+// sectors. The chapter's transpose_aligned (provided.cu, part 2; docs/05_shared_memory.md,
+// "Whole sectors: transpose_aligned") shows what it takes to avoid them, outside the
+// mapping of threads that shared_memory.cuh fixes for steps 1-3.
 template <int T, int Pad, bool Swizzle, bool Whole>
 __device__ __forceinline__ void move_tile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
                                           int row0, int col0, float* tile) {
@@ -141,8 +134,9 @@ __device__ __forceinline__ void transpose_tile(const float* __restrict__ in, flo
 }
 
 // 8 blocks of 256 threads fill an SM's 2048 threads only at 32 registers a thread or fewer
-// (65536 registers): with 64 x 64 tiles nvcc gave the swizzled kernel 40 without the bound,
-// and an SM held 6 blocks. (Step 4's kernel spills at 32: it keeps 40.)
+// (65536 registers): with 64 x 64 tiles (kSolutionTile = 64, an experiment of
+// docs/05_shared_memory.md) nvcc gave the swizzled kernel 40 without the bound, and an SM
+// held 6 blocks. (Step 4's kernel spills at 32: it keeps 40.)
 constexpr int kBlocksPerSm = 8;
 
 template <typename Kernel>

@@ -1,5 +1,5 @@
 // Chapter 05 — shared memory: the API that exercise.cu implements (the learner's part,
-// steps 1-4) and what the chapter provides for its experiments (experiments.cu).
+// steps 1-4) and what the chapter provides for its experiments (provided.cu).
 // main.cu, the tests and the solution all include this file.
 //
 // Every transpose takes a rows x cols matrix of floats, row-major (`in[r * cols + c]`), and
@@ -19,8 +19,8 @@ namespace ch05 {
 // by blocks of 32 x 8 threads: thread (tx, ty) stores tile[ty + 8k][tx + 32h] and loads
 // tile[tx + 32h][ty + 8k], for k < T / 8 and h < T / 32 (for T = 32: rows ty, ty + 8,
 // ty + 16, ty + 24, one float each). A larger T (64: 16 elements per thread) is allowed; it
-// measured no faster on an H100 or H200. The program's bank model reads T and the pad from
-// the kernel's static shared memory.
+// measured no faster on an H100 or H200 (docs/05_shared_memory.md, "Speed"). The program's
+// bank model reads T and the pad from the kernel's static shared memory.
 inline constexpr int kTile = 32;
 inline constexpr int kBlockRows = 8;
 
@@ -49,7 +49,7 @@ void transpose_swizzled(const float* in, float* out, int rows, int cols, cudaStr
 // and the block's shape are yours. Kernel name: transpose_wide_kernel.
 void transpose_wide(const float* in, float* out, int rows, int cols, cudaStream_t stream);
 
-// ---- Provided by the chapter (experiments.cu) -----------------------------------------
+// ---- Provided by the chapter (provided.cu) --------------------------------------------
 
 // The ceilings and the first attempt, on the same grid of 32 x 32 tiles, 32 x 8 threads:
 //   copy_tiles: out[r * cols + c] = in[r * cols + c], coalesced both ways (what a
@@ -60,7 +60,8 @@ void transpose_naive(const float* in, float* out, int rows, int cols, cudaStream
 
 // A padded transpose (step 2's tile with 8 more rows) whose warps write whole 32-byte
 // sectors of `out` on every shape, also when rows is not a multiple of 8 floats: what it
-// takes at 8191 x 8191 (aligned.cu; docs/05_shared_memory.md).
+// takes at 8191 x 8191 (provided.cu, part 2; docs/05_shared_memory.md, "Whole sectors:
+// transpose_aligned").
 void transpose_aligned(const float* in, float* out, int rows, int cols, cudaStream_t stream);
 
 // The grid of 32 x 32 tiles over a rows x cols matrix (x along cols), 32 x 8 threads. Any
