@@ -165,11 +165,11 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
 // ---- compute-sanitizer racecheck ---------------------------------------------------------
 
 // What racecheck's hazards in a step's kernel mean, and what to do (CML_CHECK_SANITIZER
-// prints it before the tool's report).
-std::string race_advice(const char* step) {
-  return std::string("found hazards: a thread reads a tile element another warp writes, with no barrier between "
-                     "that write and this read — __syncthreads() after the whole tile is written, before any "
-                     "thread reads it (") + step + "; ./lab hint 05)";
+// prints "compute-sanitizer racecheck found" before it, and the tool's report after).
+std::string race_found(const char* kernel, const char* step) {
+  return std::string("hazards in ") + kernel + ": a thread reads a tile element another warp writes, with no barrier "
+         "between that write and this read — __syncthreads() after the whole tile is written, before any thread "
+         "reads it (" + step + "; ./lab hint 05)";
 }
 
 // ---- Speed ------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ TEST_CASE("step 1: transpose_tiled_kernel stages the tile in shared memory behin
 
 TEST_CASE("step 1: transpose_tiled_kernel has no shared-memory race (racecheck)", "[ch05][step1][mechanism]") {
   cml::test::device();
-  CML_CHECK_SANITIZER("racecheck", "transpose_tiled_kernel", race_advice("step 1"));
+  CML_CHECK_SANITIZER("racecheck", "transpose_tiled_kernel", race_found("transpose_tiled_kernel", "step 1"));
 }
 
 TEST_CASE("step 1: transpose_tiled reaches kTiledOverCopyTiles of copy_tiles", "[ch05][step1][perf]") {
@@ -317,7 +317,7 @@ TEST_CASE("step 2: transpose_padded reaches kPaddedOverCopyTiles of copy_tiles",
 
 TEST_CASE("step 2: transpose_padded_kernel has no shared-memory race (racecheck)", "[ch05][step2][mechanism]") {
   cml::test::device();
-  CML_CHECK_SANITIZER("racecheck", "transpose_padded_kernel", race_advice("step 2"));
+  CML_CHECK_SANITIZER("racecheck", "transpose_padded_kernel", race_found("transpose_padded_kernel", "step 2"));
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
@@ -346,7 +346,7 @@ TEST_CASE("step 3: transpose_swizzled reaches kSwizzledOverCopyTiles of copy_til
 
 TEST_CASE("step 3: transpose_swizzled_kernel has no shared-memory race (racecheck)", "[ch05][step3][mechanism]") {
   cml::test::device();
-  CML_CHECK_SANITIZER("racecheck", "transpose_swizzled_kernel", race_advice("step 3"));
+  CML_CHECK_SANITIZER("racecheck", "transpose_swizzled_kernel", race_found("transpose_swizzled_kernel", "step 3"));
 }
 
 // ---- Step 4 -----------------------------------------------------------------------------
@@ -394,7 +394,7 @@ TEST_CASE("step 4: transpose_wide reaches kWideOverMemcpy of cudaMemcpy", "[ch05
 
 TEST_CASE("step 4: transpose_wide_kernel has no shared-memory race (racecheck)", "[ch05][step4][mechanism]") {
   cml::test::device();
-  CML_CHECK_SANITIZER("racecheck", "transpose_wide_kernel", race_advice("step 4"));
+  CML_CHECK_SANITIZER("racecheck", "transpose_wide_kernel", race_found("transpose_wide_kernel", "step 4"));
 }
 
 // ---- What the chapter provides ---------------------------------------------------------------

@@ -18,7 +18,7 @@ MUTANTS = [
     Mutant("no barrier between writing the tile and reading it",
            [("  // Other warps wrote the tile's columns this warp is about to read.\n  __syncthreads();\n",
              "  // Other warps wrote the tile's columns this warp is about to read.\n")],
-           "[step1][mechanism]", "racecheck on transpose_tiled_kernel: found hazards"),
+           "[step1][mechanism]", "racecheck found hazards in transpose_tiled_kernel"),
     Mutant("padding on the wrong dimension (a pad row: tile[T + 1][T])",
            [("  return row * (T + Pad) + ", "  return row * T + ")],
            "[step2][mechanism]", "a pad row"),
