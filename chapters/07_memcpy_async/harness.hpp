@@ -13,14 +13,9 @@
 
 namespace ch07 {
 
-using cml::tile_sum::Case;
-using cml::tile_sum::check_partials;
-using cml::tile_sum::checked_cases;
-using cml::tile_sum::make_input;
-using cml::tile_sum::make_job;
-using cml::tile_sum::reference_partials;
-using cml::tile_sum::to_device;
-using cml::tile_sum::word_at;
+// The workload's host side, this chapter's too: Case, checked_cases, make_input, make_job,
+// to_device, reference_partials, check_partials, word_at.
+using namespace cml::tile_sum;
 
 using SumFn = void (*)(const Job&, cudaStream_t);
 
