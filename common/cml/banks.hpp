@@ -15,8 +15,8 @@
 //     served by one read of it, whatever their number; only *different* words in one bank
 //     serialise. A transaction takes as many wavefronts as the most-used bank has distinct
 //     words (an n-way conflict takes n).
-//  3. Split by width (NVIDIA forum answer quoted by the LDS-width notes in
-//     ../shared/sources/003: "the largest transaction size is 128 bytes"): a warp of 4-byte
+//  3. Split by width (an NVIDIA forum answer, quoted by the course's source notes on LDS
+//     widths: "the largest transaction size is 128 bytes"): a warp of 4-byte
 //     (or narrower) accesses is one transaction; 8-byte accesses (LDS.64) are served per
 //     half-warp (lanes 0-15, 16-31), 16-byte accesses (LDS.128) per quarter-warp (0-7, 8-15,
 //     16-23, 24-31). A part with no active lane costs nothing.

@@ -1,7 +1,7 @@
 // The bank model against cases worked by hand: Best Practices Guide §9.2.2.1 (banks,
-// broadcast) and the LDS-width notes in ../shared/sources/003 (the half/quarter-warp split,
-// their merge rules and their ncu experiments smem_t1..t5). Where a case is the notes' own,
-// its name says so.
+// broadcast) and the course's source notes on LDS widths (a 64-bit access served per
+// half-warp, a 128-bit one per quarter-warp, the i^1 and i^2 merge rules, and their ncu
+// experiments smem_t1..t5). Where a case is the notes' own, its name says so.
 #include "catch.hpp"
 
 #include "cml/banks.hpp"
