@@ -397,19 +397,10 @@ TEST_CASE("step 2: send_batched only enqueues: it returns while a gate kernel ho
   cml::Stream stream;
   const cml::test::Enqueued e =
       cml::test::watch_enqueue({stream.get()}, [&] { ch01::send_batched(set.batch, set.staging, stream); });
-  CML_REQUIRE_API_OK(e.calls);
-  {
-    INFO("send_batched failed: " << e.threw << " (step 2)");
-    REQUIRE(e.threw.empty());
-  }
-  {
-    INFO("send_batched made calls that wait for the GPU: " << e.blocking << ". Enqueue everything on `stream` with "
-         "asynchronous calls; the caller synchronises (step 2; ./lab hint 01)");
-    CHECK(e.blocking.empty());
-  }
-  INFO("send_batched returned only after the work queued before it on its stream had ended: it waited for the GPU "
-       "(step 2)");
-  CHECK_FALSE(e.waited);
+  CML_CHECK_ONLY_ENQUEUED(e, "send_batched",
+                          "Enqueue everything on `stream` with asynchronous calls; the caller synchronises (step 2; "
+                          "./lab hint 01)",
+                          "(step 2)");
 }
 
 TEST_CASE("step 2: packing and a few copies beat one cudaMemcpy per piece", "[ch01][step2][perf]") {
@@ -471,11 +462,9 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
   });
   const auto& t = e.trace;
   CML_REQUIRE_TRACE_OK(t);
-  CML_REQUIRE_API_OK(e.calls);
-  {
-    INFO("prepare_for_device failed: " << e.threw << " (step 3)");
-    REQUIRE(e.threw.empty());
-  }
+  CML_CHECK_ONLY_ENQUEUED(e, "prepare_for_device",
+                          "It only enqueues, and with zero-copy there is nothing to enqueue (step 3)",
+                          "It only enqueues, and with zero-copy there is nothing to enqueue (step 3)");
   // The kernel's own record proves the trace saw this work: only then is "no copy" evidence.
   REQUIRE(t.kernels_named("sum_kernel").size() == 1);
   {
@@ -483,14 +472,6 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
          "the kernel reads the host's bytes itself, so there is nothing to copy (step 3)");
     CHECK(t.copies.empty());
   }
-  {
-    INFO("prepare_for_device made calls that wait for the GPU: " << e.blocking << ". It only enqueues, and with "
-         "zero-copy there is nothing to enqueue (step 3)");
-    CHECK(e.blocking.empty());
-  }
-  INFO("prepare_for_device returned only after the work queued before it on its stream had ended: it waited for the "
-       "GPU. It only enqueues, and with zero-copy there is nothing to enqueue (step 3)");
-  CHECK_FALSE(e.waited);
 }
 
 TEST_CASE("step 3: free_zero_copy releases the mapped buffer with cudaFreeHost, and nothing was allocated on the device", "[ch01][step3][mechanism]") {

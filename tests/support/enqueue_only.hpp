@@ -117,3 +117,22 @@ std::string enqueue_only_error(Enqueue&& enqueue, std::size_t kernels) {
     INFO((what) << ": " << cml_enqueue_err_ << " (" << (promise) << ")");                             \
     CHECK(cml_enqueue_err_.empty());                                                                  \
   } while (0)
+
+// Fails, naming `what` (the call), when the call watched in `e` did not only enqueue: it
+// threw, it made calls that wait for the GPU (then `wait_advice` follows the list of them),
+// or it returned only once its streams' earlier work had ended (then `late_advice`).
+#define CML_CHECK_ONLY_ENQUEUED(e, what, wait_advice, late_advice)                                   \
+  do {                                                                                               \
+    CML_REQUIRE_API_OK((e).calls);                                                                   \
+    {                                                                                                \
+      INFO((what) << " failed: " << (e).threw);                                                     \
+      REQUIRE((e).threw.empty());                                                                    \
+    }                                                                                                \
+    {                                                                                                \
+      INFO((what) << " made calls that wait for the GPU: " << (e).blocking << ". " << wait_advice); \
+      CHECK((e).blocking.empty());                                                                   \
+    }                                                                                                \
+    INFO((what) << " returned only after the work queued before it on its stream had ended: it "    \
+                   "waited for the GPU. " << late_advice);                                           \
+    CHECK_FALSE((e).waited);                                                                         \
+  } while (0)
