@@ -149,22 +149,11 @@ Trip async_round_trip(std::byte* host, std::size_t n, unsigned seed, bool gated)
 // Runs `release` (the learner's free or unregister) under the callback recorder and a crash
 // note: the calls it made, and the error it threw, if any (a wrong call fails there, and the
 // test still names the mistake).
-struct Released {
-  cml::api::Calls calls;
-  std::string threw;
-};
+using Released = cml::test::Recorded;
 template <class F>
 Released released(F&& release, const char* crash_note) {
-  Released r;
   cml::test::CrashNote note(crash_note);
-  cml::api::Recorder api;
-  try {
-    release();
-  } catch (const std::exception& e) {
-    r.threw = e.what();
-  }
-  r.calls = api.stop();
-  return r;
+  return cml::test::record_calls(release);
 }
 std::string threw_text(const Released& r) { return r.threw.empty() ? "" : " (it failed: " + r.threw + ")"; }
 

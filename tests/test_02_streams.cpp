@@ -203,20 +203,14 @@ TEST_CASE("step 1: create_streams gives distinct streams that never wait for the
                   "them, so a stray call on it (a cudaMemset, a library that takes no stream) serialises your "
                   "pipeline. Create them non-blocking";
     }
-  cml::api::Recorder recorder;
   // Destroying what create_streams returned may fail when it was wrong (the NULL stream
   // cannot be destroyed): the diagnosis of create_streams still comes first.
-  std::string destroy_error;
-  try {
-    ch02::destroy_streams(streams);
-  } catch (const std::exception& e) {
-    destroy_error = e.what();
-  }
-  const auto calls = recorder.stop();
+  const cml::test::Recorded destroyed_calls = cml::test::record_calls([&] { ch02::destroy_streams(streams); });
+  const auto& calls = destroyed_calls.calls;
   INFO(problem << " (step 1; ./lab hint 02)");
   REQUIRE(problem.empty());
-  INFO("destroy_streams failed: " << destroy_error << " (step 1)");
-  REQUIRE(destroy_error.empty());
+  INFO("destroy_streams failed: " << destroyed_calls.threw << " (step 1)");
+  REQUIRE(destroyed_calls.threw.empty());
   CML_REQUIRE_API_OK(calls);
   const int destroyed = cml::test::count_calls(calls, "cudaStreamDestroy");
   INFO("destroy_streams destroyed " << destroyed << " of the " << count << " streams create_streams made: each one "

@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +70,25 @@ inline int count_calls(const cml::api::Calls& calls, const std::string& name) {
   int n = 0;
   for (const auto& c : calls.calls) n += base_name(c.name) == name;
   return n;
+}
+
+// What `call` did, as the callback recorder saw it, and what it threw ("" when nothing): a
+// call that fails is still a call whose calls a test can name.
+struct Recorded {
+  cml::api::Calls calls;
+  std::string threw;
+};
+template <class Call>
+Recorded record_calls(Call&& call) {
+  Recorded r;
+  cml::api::Recorder api;
+  try {
+    call();
+  } catch (const std::exception& e) {
+    r.threw = e.what();
+  }
+  r.calls = api.stop();
+  return r;
 }
 
 // While alive: if the process dies of SIGSEGV, SIGABRT or SIGBUS, writes `why` to stderr

@@ -19,7 +19,7 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <exception>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -54,13 +54,9 @@ Enqueued watch_enqueue(const std::vector<cudaStream_t>& streams, Call&& call) {
   {
     Gate gate;
     for (cudaStream_t s : streams) gate.close(s);
-    cml::api::Recorder api;
-    try {
-      call();
-    } catch (const std::exception& ex) {
-      e.threw = ex.what();
-    }
-    e.calls = api.stop();
+    Recorded r = record_calls(call);
+    e.calls = std::move(r.calls);
+    e.threw = std::move(r.threw);
     e.waited = gate.timed_out();
   }  // the gate opens, and its kernels end
   e.trace = trace.stop();
