@@ -74,6 +74,8 @@ def layout_problems(ch: Chapter, chapters: list) -> list:
             problems.append(f"chapters/{ch.name}/{part} is missing")
     allowed = expected | set(OPTIONAL)
     for p in sorted(folder.iterdir()):
+        if p.is_dir() and not any(f.is_file() and "__pycache__" not in f.parts for f in p.rglob("*")):
+            continue        # an empty folder is nothing (git keeps none; a copy of the tree may)
         if p.name == PROGRAM_FOLDER and p.is_dir():
             for f in sorted(p.rglob("*")):
                 if f.is_file() and f.suffix not in SOURCE_SUFFIXES:

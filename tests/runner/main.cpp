@@ -27,7 +27,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
-#include <stdlib.h>  // unsetenv
+#include <stdlib.h>  // setenv, unsetenv
 #include <string>
 #include <vector>
 
@@ -159,6 +159,12 @@ CATCH_REGISTER_LISTENER(TallyListener)
 int main(int argc, char** argv) {
   using namespace cml::test;
 #if defined(CML_GPU_TESTS)
+  // Every kernel is loaded when CUDA starts, not at its first launch. Lazy loading (CUDA's
+  // default since 12.2) loads a kernel at its first launch and waits for the work already
+  // running to do so: a learner's launcher called while a gate kernel holds its stream
+  // (support/gate.hpp) would then wait for the gate, and look as if it had blocked. Set
+  // before the first CUDA call, for this process and the ones it starts (cases, tools).
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   if (auto why = cml::cuda_unavailable_reason()) {
     std::printf("SKIP: %s\n", why->c_str());
     return cml::kExitSkip;

@@ -2,7 +2,7 @@
 // the gate is closed can be caught waiting for the GPU — deterministically, with no
 // guess at how long a "long" kernel must run. A call that waits for the stream (or the
 // device) can only return once the gate gives up, after its limit; timed_out() then says
-// the host waited.
+// the host waited. (Kernels must be loaded eagerly for this: tests/runner/main.cpp says why.)
 #pragma once
 
 #include <cuda_runtime_api.h>
