@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,8 +33,9 @@ struct Call {
 struct Calls {
   bool ok = false;
   std::string error;
-  std::vector<Call> calls;   // in order; past 100,000, only the first call of each name
-  std::size_t not_listed = 0;  // calls past that limit, of names already listed
+  std::vector<Call> calls;   // in order; at most 10,000 of each name (a poll can make millions)
+  std::map<std::string, std::size_t> counts;  // every call, by name, listed or not
+  std::size_t not_listed = 0;                 // calls past that limit
   std::vector<Call> named(const std::string& name) const;
 };
 

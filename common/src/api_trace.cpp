@@ -10,21 +10,21 @@
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
-#include <unordered_set>
+#include <map>
 
 namespace cml::api {
 
 namespace {
 
 // A loop of calls (a poll on cudaStreamQuery while the GPU is held for seconds) can make
-// millions: past this many, a call of a name already recorded is only counted.
-constexpr std::size_t kMaxCalls = 100000;
+// millions: past this many calls of one name, the others of that name are only counted.
+constexpr std::size_t kMaxListedPerName = 10000;
 
 struct State {
   std::mutex mu;
   std::vector<Call> calls;
-  std::unordered_set<std::string> names;
-  std::size_t uncounted = 0;
+  std::map<std::string, std::size_t> counts;
+  std::size_t unlisted = 0;
   CUpti_SubscriberHandle subscriber = nullptr;
 };
 State& state() {
@@ -81,11 +81,10 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, c
   }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.calls.size() >= kMaxCalls && s.names.count(c.name) != 0) {
-    ++s.uncounted;
+  if (++s.counts[c.name] > kMaxListedPerName) {
+    ++s.unlisted;
     return;
   }
-  s.names.insert(c.name);
   s.calls.push_back(std::move(c));
 }
 
@@ -107,8 +106,8 @@ Recorder::Recorder() {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.calls.clear();
-    s.names.clear();
-    s.uncounted = 0;
+    s.counts.clear();
+    s.unlisted = 0;
   }
   if (const CUptiResult r = cuptiSubscribe(&s.subscriber, on_call, nullptr); r != CUPTI_SUCCESS) {
     error_ = cupti_failure(r, "cuptiSubscribe");
@@ -141,9 +140,10 @@ Calls Recorder::stop() {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     out.calls = std::move(s.calls);
-    out.not_listed = s.uncounted;
+    out.counts = std::move(s.counts);
+    out.not_listed = s.unlisted;
     s.calls.clear();
-    s.names.clear();
+    s.counts.clear();
   }
   out.error = error_;
   out.ok = error_.empty();

@@ -8,6 +8,7 @@
 
 #include "cml/api_trace.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <exception>
@@ -48,28 +49,27 @@ inline bool is_blocking_call(const std::string& full_name) {
   return false;
 }
 
-// The blocking calls in `calls`, "cudaStreamSynchronize x3, cudaMemcpy" ("" when none).
-inline std::string blocking_calls(const cml::api::Calls& calls) {
-  std::vector<std::pair<std::string, int>> seen;
-  for (const auto& c : calls.calls) {
-    if (!is_blocking_call(c.name)) continue;
-    const std::string name = base_name(c.name);
-    bool found = false;
-    for (auto& s : seen)
-      if (s.first == name) { ++s.second; found = true; }
-    if (!found) seen.emplace_back(name, 1);
-  }
-  std::string out;
-  for (const auto& s : seen)
-    out += (out.empty() ? "" : ", ") + s.first + (s.second > 1 ? " x" + std::to_string(s.second) : "");
-  return out;
+// How many calls of `name` (either variant) were made, listed in `calls` or not.
+inline int count_calls(const cml::api::Calls& calls, const std::string& name) {
+  std::size_t n = 0;
+  for (const auto& [full, count] : calls.counts) n += base_name(full) == name ? count : 0;
+  return static_cast<int>(n);
 }
 
-// How many calls of `name` (either variant) `calls` holds.
-inline int count_calls(const cml::api::Calls& calls, const std::string& name) {
-  int n = 0;
-  for (const auto& c : calls.calls) n += base_name(c.name) == name;
-  return n;
+// The blocking calls in `calls`, "cudaStreamSynchronize x3, cudaMemcpy" ("" when none), in
+// the order each was first made.
+inline std::string blocking_calls(const cml::api::Calls& calls) {
+  std::vector<std::string> order;
+  for (const auto& c : calls.calls) {
+    const std::string name = base_name(c.name);
+    if (is_blocking_call(name) && std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  }
+  std::string out;
+  for (const auto& name : order) {
+    const int n = count_calls(calls, name);
+    out += (out.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+  }
+  return out;
 }
 
 // What `call` did, as the callback recorder saw it, and what it threw ("" when nothing): a
