@@ -21,6 +21,7 @@
 #include "sanitizer_target.hpp"
 #include "speed_bar.hpp"
 #include "target_case.hpp"
+#include "tile_sum_checks.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -39,10 +40,6 @@ namespace {
 using ch07::Job;
 using ch07::SumFn;
 using ch07::Word;
-
-// Asynchronous copies (cp.async) exist from compute capability 8.0: a test case skips,
-// saying so, before. A macro: CML_SKIP returns from the test case itself under Catch2 v2.
-#define CML_NEED_SM80() CML_REQUIRE_CC(80, "asynchronous copies to shared memory (cp.async, LDGSTS)")
 
 // Runs fn once on n words of word_at(i) (allocated exactly: memcheck sees a read past
 // in[n - 1]) and compares every block's sum with the CPU's, the partials followed by
@@ -91,26 +88,6 @@ void check_sums(SumFn fn, bool staged, const char* step) {
       }
 }
 
-// The function only enqueues its kernel on the stream it is given: one kernel, also for
-// n == 0 (the partials are still written).
-void check_enqueues_only(SumFn fn, const char* name, int stages) {
-  for (const std::size_t n : {std::size_t{5000}, std::size_t{0}}) {
-    cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
-    const Job job = ch07::make_job(in.data(), n, partial.data(), 4, 0, stages);
-    CML_CHECK_ENQUEUE_ONLY(std::string(name) + " on n = " + std::to_string(n), [&](cudaStream_t s) { fn(job, s); }, 1,
-                           "memcpy_async.cuh: each function only enqueues its kernel on `stream`, also for n == 0");
-  }
-}
-
-void check_stage_range(SumFn fn, const char* name) {
-  cml::DeviceBuffer<Word> in(1024), partial(1);
-  for (const int bad : {0, ch07::kMaxStages + 1}) {
-    const Job job = ch07::make_job(in.data(), 1024, partial.data(), 1, 0, bad);
-    INFO(name << " with stages = " << bad << " must throw std::invalid_argument (memcpy_async.cuh)");
-    CHECK_THROWS_AS(fn(job, nullptr), std::invalid_argument);
-  }
-  CUDA_CHECK(cudaDeviceSynchronize());
-}
 
 // ---- SASS -------------------------------------------------------------------------------
 
@@ -156,7 +133,7 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
 
 #define check_no_race(kernel, step, advice)                                                              \
   do {                                                                                                   \
-    CML_NEED_SM80();                                                                                     \
+    CML_REQUIRE_ASYNC_COPIES();                                                                                     \
     CML_CHECK_SANITIZER("racecheck", std::string("racecheck:") + (kernel),                               \
                         "hazards in " << (kernel) << " on a small array: a thread read shared memory before " \
                         "the copy that writes it completed (or a copy overwrote words still being read) — "   \
@@ -200,7 +177,7 @@ struct TimedArray {
 // base's speed (at base_stages), or the message with both times and what to change.
 void check_speed(SumFn fn, const char* name, SumFn base, int base_stages, const char* base_name, double bar,
                  const char* advice) {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   const TimedArray t(2);
   const Job a = t.job(3), b = t.job(base_stages);
   const auto st = cml::test::time_together({[&](cudaStream_t x) { base(b, x); }, [&](cudaStream_t x) { fn(a, x); }});
@@ -230,17 +207,17 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged array", "[.tar
 CML_INTEGRITY_CASE(07, "07_memcpy_async")
 
 TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multiples of the tile", "[ch07][step1][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_sums(ch07::sum_cg, false, "step 1");
 }
 
 TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][mechanism]") {
-  CML_NEED_SM80();
-  check_enqueues_only(ch07::sum_cg, "sum_cg", 1);
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_enqueues_only(ch07::sum_cg, "sum_cg", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 1: sum_cg_kernel copies the tile asynchronously, not through registers (SASS)", "[ch07][step1][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_cg_kernel");
   check_async_copies(*f, "sum_cg_kernel", "step 1",
                      "one collective copy of the tile by the whole block, then a wait for it");
@@ -255,17 +232,17 @@ TEST_CASE("step 1: sum_cg_kernel reads no tile before its copy completed (racech
 // ---- Step 2 -----------------------------------------------------------------------------
 
 TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not multiples of the tile", "[ch07][step2][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_sums(ch07::sum_barrier, false, "step 2");
 }
 
 TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][step2][mechanism]") {
-  CML_NEED_SM80();
-  check_enqueues_only(ch07::sum_barrier, "sum_barrier", 1);
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_enqueues_only(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 2: sum_barrier_kernel's copies complete on a barrier in shared memory (SASS)", "[ch07][step2][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_barrier_kernel");
   check_async_copies(*f, "sum_barrier_kernel", "step 2", "cuda::memcpy_async with the barrier as its last argument");
   const std::size_t syncs = cml::sass::count(*f, "SYNCS");
@@ -284,18 +261,18 @@ TEST_CASE("step 2: sum_barrier_kernel reads no tile before its copy completed (r
 // ---- Step 3 -----------------------------------------------------------------------------
 
 TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it", "[ch07][step3][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_sums(ch07::sum_pipeline, true, "step 3");
-  check_stage_range(ch07::sum_pipeline, "sum_pipeline");
+  cml::test::check_stage_range(ch07::sum_pipeline, "sum_pipeline", ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 3: sum_pipeline only enqueues one kernel on its stream", "[ch07][step3][mechanism]") {
-  CML_NEED_SM80();
-  check_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3);
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not through registers (SASS)", "[ch07][step3][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_pipeline_kernel");
   check_async_copies(*f, "sum_pipeline_kernel", "step 3", "each thread's copies into a stage, committed as one stage");
 }
@@ -330,7 +307,7 @@ TEST_CASE("step 3: copy-bound, the pipeline reads at kPipelineOverReadOnly of a 
 // solution's, or a mutant's). Mistake sides: one stage (no overlap) for steps 3's bars, the
 // 4-byte copies of step 3 for step 4's.
 TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][.measure]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   const auto& d = cml::test::device();
   std::printf("device %s\n", d.name.c_str());
   for (int run = 0; run < 5; ++run) {
@@ -358,18 +335,18 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
 // ---- Step 4 -----------------------------------------------------------------------------
 
 TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n not a multiple of 4", "[ch07][step4][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_sums(ch07::sum_fast, true, "step 4");
-  check_stage_range(ch07::sum_fast, "sum_fast");
+  cml::test::check_stage_range(ch07::sum_fast, "sum_fast", ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 4: sum_fast only enqueues one kernel on its stream", "[ch07][step4][mechanism]") {
-  CML_NEED_SM80();
-  check_enqueues_only(ch07::sum_fast, "sum_fast", 3);
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_enqueues_only(ch07::sum_fast, "sum_fast", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS)", "[ch07][step4][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_fast_kernel");
   check_async_copies(*f, "sum_fast_kernel", "step 4", "step 3's pipeline");
   const std::size_t wide = cml::sass::count(*f, "LDGSTS.E.BYPASS.128"), bulk = cml::sass::count(*f, "UBLKCP"),
@@ -382,7 +359,7 @@ TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS
 }
 
 TEST_CASE("step 4: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch07][step4][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("memcheck", "memcheck:sum_fast_kernel",
                       "bad accesses by sum_fast_kernel on 7 tiles + 3 words: a 16-byte copy of the array's last, "
                       "partial piece reads past the end of the array — copy whole 16-byte pieces with "

@@ -26,6 +26,7 @@
 #include "sanitizer_target.hpp"
 #include "speed_bar.hpp"
 #include "target_case.hpp"
+#include "tile_sum_checks.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -56,11 +57,6 @@ namespace {
 using ch08::Job;
 using ch08::SumFn;
 using ch08::Word;
-
-// cp.async exists from compute capability 8.0, bulk copies and TMA from 9.0: a test case
-// skips, saying so, before. Macros: CML_SKIP returns from the test case itself (Catch2 v2).
-#define CML_NEED_SM80() CML_REQUIRE_CC(80, "asynchronous copies to shared memory (cp.async, LDGSTS)")
-#define CML_NEED_SM90() CML_REQUIRE_CC(90, "bulk copies, mbarrier transaction counts and TMA (UBLKCP, UTMALDG)")
 
 constexpr unsigned long long kWaitLimitNs = 10'000'000'000ull;  // a phase given up on after 10 s
 
@@ -276,31 +272,17 @@ void check_sums(SumFn fn, const char* name, std::string (*advice)(const Failure&
       [](const ch08::Case& k) { return k.n % 4 != 0; }, name, advice, step);
 }
 
-// The function only enqueues its kernel on the stream it is given: one kernel, also for an
-// empty job.
-void check_enqueues_only(SumFn fn, const char* name) {
-  for (const std::size_t n : {std::size_t{5000}, std::size_t{0}}) {
-    cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
-    const Job job = ch08::make_job(in.data(), n, partial.data(), 4, 0, 3);
-    CML_CHECK_ENQUEUE_ONLY(std::string(name) + " on n = " + std::to_string(n), [&](cudaStream_t s) { fn(job, s); }, 1,
-                           "cp_async_ptx.cuh: each function only enqueues its kernel on `stream`, also for n == 0");
-  }
-}
-
-void check_stage_range(SumFn fn, const char* name) {
-  cml::DeviceBuffer<Word> in(1024), partial(1);
-  for (const int bad : {0, ch08::kMaxStages + 1}) {
-    INFO(name << " with stages = " << bad << " must throw std::invalid_argument (cp_async_ptx.cuh)");
-    CHECK_THROWS_AS(fn(ch08::make_job(in.data(), 1024, partial.data(), 1, 0, bad), nullptr), std::invalid_argument);
-  }
-  CUDA_CHECK(cudaDeviceSynchronize());
+// The chapter's job without a wait report: what the shared launcher checks build
+// (tile_sum_checks.hpp).
+Job plain_job(const Word* in, std::size_t n, Word* partial, int blocks, int compute, int stages) {
+  return ch08::make_job(in, n, partial, blocks, compute, stages);
 }
 
 // What the header promises of every 1D pipeline (steps 2-4): its sums and the stage counts
-// it refuses (and, in a [mechanism] case, check_enqueues_only: one kernel on its stream).
+// it refuses (and, in a [mechanism] case, check_sum_enqueues_only: one kernel on its stream).
 void check_pipeline(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
   check_sums(fn, name, advice, step);
-  check_stage_range(fn, name);
+  cml::test::check_stage_range(fn, name, plain_job, "cp_async_ptx.cuh");
 }
 
 // ---- SASS -------------------------------------------------------------------------------
@@ -488,7 +470,7 @@ CML_INTEGRITY_CASE(08, "08_cp_async_ptx")
 
 TEST_CASE("step 1: the tile copy lands every byte at every width and cache level, and zeros past the array's end",
           "[ch08][step1][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   for (const auto& kind : ch08::copy_kinds())
     for (const auto& k : ch08::copy_cases()) {
       std::string err;
@@ -514,7 +496,7 @@ TEST_CASE("step 1: the tile copy lands every byte at every width and cache level
 
 TEST_CASE("step 1: the source's experiment: a thread reads back its own copy without a barrier, another warp's after one",
           "[ch08][step1][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   struct Reading {
     ch08::Reverse how;
     int threads;
@@ -540,7 +522,7 @@ TEST_CASE("step 1: the source's experiment: a thread reads back its own copy wit
 
 TEST_CASE("step 1: cp_async compiles to one LDGSTS of the asked width and cache level, with src-size, from a shared address (SASS)",
           "[ch08][step1][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   for (const auto& kind : ch08::copy_kinds()) {
     CML_KERNEL_SASS(f, kind.kernel);
     std::size_t zfill = 0;
@@ -581,7 +563,7 @@ TEST_CASE("step 1: cp_async compiles to one LDGSTS of the asked width and cache 
 
 TEST_CASE("step 1: cp_async refuses a size its instruction does not take at compile time, in exercise.cu",
           "[ch08][step1][compile]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   const auto nvcc = cml::tools::find({"nvcc"}, cml::tools::search_dirs());
   if (!nvcc) CML_SKIP("nvcc is not on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: the compile check cannot run");
   const std::string root = cml::test::checkout_root(__FILE__);
@@ -631,7 +613,7 @@ TEST_CASE("step 1: cp_async refuses a size its instruction does not take at comp
 }
 
 TEST_CASE("step 1: the tile copy reads nothing past the array's end (memcheck)", "[ch08][step1][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("memcheck", "memcheck:copy",
                       "bad accesses by the tile copy of 5 tiles + 6 words: "
                       "the piece where the array ends must read only its src_bytes — cp.async's src-size operand (step 1; ./lab hint 08)");
@@ -639,7 +621,7 @@ TEST_CASE("step 1: the tile copy reads nothing past the array's end (memcheck)",
 
 TEST_CASE("step 1: the tile copy and the experiment read no shared word before its copy landed (racecheck)",
           "[ch08][step1][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("racecheck", "racecheck:copy",
                       "hazards in the tile copy: "
                       "cp.async is asynchronous: its bytes are there after the copying thread's wait and, for the "
@@ -653,24 +635,24 @@ TEST_CASE("step 1: the tile copy and the experiment read no shared word before i
 
 TEST_CASE("step 2: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it",
           "[ch08][step2][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_pipeline(ch08::sum_pipeline, "sum_pipeline", step2_advice, "step 2");
 }
 
 TEST_CASE("step 2: sum_pipeline only enqueues one kernel on its stream", "[ch08][step2][mechanism]") {
-  CML_NEED_SM80();
-  check_enqueues_only(ch08::sum_pipeline, "sum_pipeline");
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_enqueues_only(ch08::sum_pipeline, "sum_pipeline", 3, plain_job, "cp_async_ptx.cuh");
 }
 
 TEST_CASE("step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and waits with cp.async.wait_group S - 1 (SASS)",
           "[ch08][step2][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   for (int s = 1; s <= ch08::kMaxStages; ++s) check_pipeline_sass("ch08::sum_pipeline_kernel<" + std::to_string(s) + ">", s, "step 2");
 }
 
 TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copies landed (racecheck)",
           "[ch08][step2][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("racecheck", "racecheck:pipeline",
                       "hazards in sum_pipeline_kernel on 3 tiles + 6 words: "
                       "wait for the group (cp.async.wait_group), THEN the block barrier, then compute; a barrier at "
@@ -678,7 +660,7 @@ TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copi
 }
 
 TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 stage", "[ch08][step2][perf]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_speed("sum_pipeline", timed_1d(ch08::sum_pipeline, 3), "itself at 1 stage", timed_1d(ch08::sum_pipeline, 1), 2,
               kStagesOverOne,
               ": with 3 stages the next 2 tiles' copies are in flight while the block computes — commit them before "
@@ -690,18 +672,18 @@ TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 sta
 
 TEST_CASE("step 3: sum_fast computes every block's sum at every stage count, n not a multiple of 4",
           "[ch08][step3][correctness]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_pipeline(ch08::sum_fast, "sum_fast", step3_advice, "step 3");
 }
 
 TEST_CASE("step 3: sum_fast only enqueues one kernel on its stream", "[ch08][step3][mechanism]") {
-  CML_NEED_SM80();
-  check_enqueues_only(ch08::sum_fast, "sum_fast");
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_enqueues_only(ch08::sum_fast, "sum_fast", 3, plain_job, "cp_async_ptx.cuh");
 }
 
 TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only, the tail zero-filled (SASS)",
           "[ch08][step3][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_pipeline_sass("ch08::sum_fast_kernel<3>", 3, "step 3");
   CML_KERNEL_SASS(f, "ch08::sum_fast_kernel<3>");
   std::size_t zfill = 0;
@@ -719,7 +701,7 @@ TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only,
 }
 
 TEST_CASE("step 3: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch08][step3][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("memcheck", "memcheck:fast",
                       "bad accesses by sum_fast_kernel on 7 tiles + 3 words: "
                       "a 16-byte copy of the array's last, partial piece reads past its end — give it the bytes that "
@@ -727,14 +709,14 @@ TEST_CASE("step 3: sum_fast_kernel reads nothing past the end of the array (memc
 }
 
 TEST_CASE("step 3: sum_fast_kernel reads no stage before its copies landed (racecheck)", "[ch08][step3][mechanism]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("racecheck", "racecheck:fast",
                       "hazards in sum_fast_kernel: "
                       "the same order as step 2: commit, wait, barrier, compute, barrier (step 3; ./lab hint 08)");
 }
 
 TEST_CASE("step 3: copy-bound, 16-byte copies beat step 2's 4-byte ones by kFastOverPipeline", "[ch08][step3][perf]") {
-  CML_NEED_SM80();
+  CML_REQUIRE_ASYNC_COPIES();
   check_speed("sum_fast", timed_1d(ch08::sum_fast, 3), "sum_pipeline's speed", timed_1d(ch08::sum_pipeline, 3), 4,
               kFastOverPipeline, ": one 16-byte copy per thread per tile instead of four 4-byte ones", "step 3");
 }
@@ -743,18 +725,18 @@ TEST_CASE("step 3: copy-bound, 16-byte copies beat step 2's 4-byte ones by kFast
 
 TEST_CASE("step 4: sum_bulk computes every block's sum at every stage count, n not a multiple of 4 (sm_90)",
           "[ch08][step4][correctness]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   check_pipeline(ch08::sum_bulk, "sum_bulk", step4_advice, "step 4");
 }
 
 TEST_CASE("step 4: sum_bulk only enqueues one kernel on its stream", "[ch08][step4][mechanism]") {
-  CML_NEED_SM90();
-  check_enqueues_only(ch08::sum_bulk, "sum_bulk");
+  CML_REQUIRE_HOPPER_COPIES();
+  cml::test::check_sum_enqueues_only(ch08::sum_bulk, "sum_bulk", 3, plain_job, "cp_async_ptx.cuh");
 }
 
 TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing on an mbarrier (SASS)",
           "[ch08][step4][mechanism]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   CML_KERNEL_SASS(f, "ch08::sum_bulk_kernel<3>");
   check_has_opcodes(*f, "ch08::sum_bulk_kernel<3>",
                     {{"UBLKCP.S.G", " (cp.async.bulk global -> shared): the tiles do not move by bulk copies — one "
@@ -767,7 +749,7 @@ TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing o
 }
 
 TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memcheck)", "[ch08][step4][mechanism]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   CML_CHECK_SANITIZER("memcheck", "memcheck:bulk",
                       "bad accesses by sum_bulk_kernel on 7 tiles + 3 words: "
                       "the bulk copy moves the tile's bytes rounded down to 16; the last 1-3 words another way, "
@@ -775,7 +757,7 @@ TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memc
 }
 
 TEST_CASE("step 4: sum_bulk_kernel reads no stage before its phase completed (racecheck)", "[ch08][step4][mechanism]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   CML_CHECK_SANITIZER("racecheck", "racecheck:bulk",
                       "hazards in sum_bulk_kernel: "
                       "every thread waits for the stage's phase before it reads; thread 0 refills a stage only after "
@@ -783,7 +765,7 @@ TEST_CASE("step 4: sum_bulk_kernel reads no stage before its phase completed (ra
 }
 
 TEST_CASE("step 4: 3 stages of bulk copies overlap: kBulkStagesOverOne of 1 stage", "[ch08][step4][perf]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   check_speed("sum_bulk", timed_1d(ch08::sum_bulk, 3), "itself at 1 stage", timed_1d(ch08::sum_bulk, 1), 2,
               kBulkStagesOverOne, ": thread 0 starts tile k + stages - 1 before the block waits for tile k", "step 4");
 }
@@ -792,7 +774,7 @@ TEST_CASE("step 4: 3 stages of bulk copies overlap: kBulkStagesOverOne of 1 stag
 
 TEST_CASE("step 5: sum_tma computes every block's sum over matrices with edge boxes and pitched rows (sm_90)",
           "[ch08][step5][correctness]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   check_cases(
       ch08::matrix_cases(), [](const ch08::MatrixCase& mc, int compute, int stages) { return box_sums(mc, compute, stages); },
       [](const ch08::MatrixCase& mc) { return mc.rows % ch08::kBoxRows != 0 || mc.cols % ch08::kBoxCols != 0; },
@@ -800,7 +782,7 @@ TEST_CASE("step 5: sum_tma computes every block's sum over matrices with edge bo
 }
 
 TEST_CASE("step 5: sum_tma only enqueues one kernel on its stream", "[ch08][step5][mechanism]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   // The map is encoded on the host (once warmed up: the driver entry point is looked up on
   // first use), the kernel is the one launch.
   for (const auto& mc : {ch08::matrix_cases()[5], ch08::matrix_cases()[3]}) {  // 3 x 8191 pitched; no rows
@@ -816,7 +798,7 @@ TEST_CASE("step 5: sum_tma only enqueues one kernel on its stream", "[ch08][step
 
 TEST_CASE("step 5: sum_tma_kernel loads each box with one 2D TMA copy completing on an mbarrier (SASS)",
           "[ch08][step5][mechanism]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   CML_KERNEL_SASS(f, "ch08::sum_tma_kernel<3>");
   check_has_opcodes(*f, "ch08::sum_tma_kernel<3>",
                     {{"UTMALDG.2D", " (cp.async.bulk.tensor.2d): the boxes do not come through the tensor memory "
@@ -827,14 +809,14 @@ TEST_CASE("step 5: sum_tma_kernel loads each box with one 2D TMA copy completing
 }
 
 TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (racecheck)", "[ch08][step5][mechanism]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   CML_CHECK_SANITIZER("racecheck", "racecheck:tma",
                       "hazards in sum_tma_kernel on a 9 x 257 matrix: "
                       "the same order as step 4: wait for the phase, compute, barrier before the refill (step 5; ./lab hint 08)");
 }
 
 TEST_CASE("step 5: 3 stages of TMA loads overlap: kTmaStagesOverOne of 1 stage", "[ch08][step5][perf]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   check_speed("sum_tma", timed_tma(3), "itself at 1 stage", timed_tma(1), 2, kTmaStagesOverOne, "", "step 5");
 }
 
@@ -842,7 +824,7 @@ TEST_CASE("step 5: 3 stages of TMA loads overlap: kTmaStagesOverOne of 1 stage",
 
 TEST_CASE("the tensor map refuses rows that are not a multiple of 16 bytes apart, and takes them pitched",
           "[ch08][provided]") {
-  CML_NEED_SM90();
+  CML_REQUIRE_HOPPER_COPIES();
   cml::DeviceBuffer<Word> words(16 * 8192);
   ch08::Matrix m;
   m.data = words.data();

@@ -34,6 +34,11 @@ inline std::string missing_cc(int need, const std::string& what) {
     if (!cml_missing_.empty()) CML_SKIP(cml_missing_);                                     \
   } while (0)
 
+// The features of the chapters on asynchronous copies, by the compute capability that has them.
+#define CML_REQUIRE_ASYNC_COPIES() CML_REQUIRE_CC(80, "asynchronous copies to shared memory (cp.async, LDGSTS)")
+#define CML_REQUIRE_HOPPER_COPIES() \
+  CML_REQUIRE_CC(90, "bulk copies, mbarrier transaction counts and TMA (UBLKCP, UTMALDG)")
+
 // Skips when tracing is off (sanitizer runs), before the work is done.
 #define CML_REQUIRE_TRACING()                                                          \
   do {                                                                                 \
