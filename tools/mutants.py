@@ -11,7 +11,7 @@ was; the copy is brought up to date with the checkout at the start of every run.
 
 Watchdog mutants (a kernel that never ends, an illegal address) run the WHOLE executable,
 as ./lab check does: the named step must fail with the supervisor's message (see
-tests/support/supervisor.hpp) and the other steps must still report. Needs a GPU.
+tests/runner/supervisor.hpp) and the other steps must still report. Needs a GPU.
 
     python3 tools/mutants.py                  # every chapter's mutants
     python3 tools/mutants.py 04               # one chapter's (02, 2 or 02_streams)
@@ -152,7 +152,7 @@ def check_mutant(chapter, mutant, solution, meson, args):
         print(f"ch{num} {mutant.name}: the solution no longer contains the text to mutate: {missing[:60]!r}")
         return False
     # A mutant stands for a learner's file: without the solution's marker symbol, which the
-    # tests refuse in a learner's build (exercise_source.hpp) before they check anything
+    # tests refuse in a learner's build (integrity.hpp) before they check anything
     # else, except in the mutants that copy the solution to see that refusal.
     if not mutant.keeps_marker:
         text = re.sub(r'^extern "C" const int cml_ch\d+_solution_tu = 1;\n', "", text, flags=re.M)
