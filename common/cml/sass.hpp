@@ -51,7 +51,7 @@ std::size_t count_pattern(const Function& f, const std::string& pattern);
 // /usr/local/cuda/bin, or the pip package nvidia-cuda-cuobjdump in the repository's .venv.
 std::optional<std::string> find_cuobjdump();
 
-// cuobjdump -sass and -res-usage of `binary`, parsed. The text is kept beside the binary
+// cuobjdump -res-usage -sass of `binary`, parsed. The text is kept beside the binary
 // (BINARY.sass), so every check of one build of a binary runs cuobjdump once, even when
 // several processes ask at the same time. Throws cml::Skip when cuobjdump cannot be found
 // or run, with the reason.

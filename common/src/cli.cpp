@@ -36,6 +36,11 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
   }
   if (i == 0) throw bad("is not a size");
   const std::string unit = lower(text.substr(i));
+  // 1.5G, 1e99: a fraction or an exponent, not a unit.
+  if (!unit.empty() && (unit[0] == '.' || unit[0] == ',' ||
+                        (unit[0] == 'e' && unit.size() > 1 && (std::isdigit(static_cast<unsigned char>(unit[1])) ||
+                                                              unit[1] == '+' || unit[1] == '-'))))
+    throw bad("is not a whole number (no fractions or exponents)");
   unsigned shift = 0;
   if (unit.empty() || unit == "b") shift = 0;
   else if (unit == "k" || unit == "kib") shift = 10;

@@ -129,8 +129,6 @@ std::optional<std::string> find_cuobjdump() {
 
 namespace {
 
-constexpr const char* kResUsageMark = "//-- cuobjdump -res-usage --//";
-
 // "cml-sass-cache <size> <mtime in ns>": which build of the binary a cached text is of.
 std::string identity(const std::string& binary) {
   struct stat st {};
@@ -188,7 +186,8 @@ std::vector<Function> dump(const std::string& binary) {
     if (!tool)
       throw Skip("cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
                  "nvidia-cuda-nvdisasm into .venv): the SASS cannot be checked");
-    text = run_cuobjdump(*tool, "-sass", binary) + "\n" + kResUsageMark + "\n" + run_cuobjdump(*tool, "-res-usage", binary);
+    // One run for both: each kernel's resource line and its SASS, in one text.
+    text = run_cuobjdump(*tool, "-res-usage -sass", binary);
     // Written whole under another name, then renamed: a reader never sees half of it.
     const std::string partial = cache + ".partial";
     {
@@ -197,9 +196,8 @@ std::vector<Function> dump(const std::string& binary) {
     }
     if (std::rename(partial.c_str(), cache.c_str()) != 0) std::remove(partial.c_str());
   }
-  const std::size_t mark = text.find(kResUsageMark);
-  auto functions = parse(text.substr(0, mark));
-  if (mark != std::string::npos) add_resources(functions, text.substr(mark));
+  auto functions = parse(text);
+  add_resources(functions, text);
   return functions;
 }
 

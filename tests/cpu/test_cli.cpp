@@ -56,6 +56,9 @@ TEST_CASE("sizes take binary K, M, G, T suffixes", "[cpu][cli]") {
 TEST_CASE("a size that is not a number, has a bad unit or overflows is a usage error", "[cpu][cli]") {
   CHECK_THROWS_AS(cml::parse_size(""), cml::UsageError);
   CHECK_THROWS_AS(cml::parse_size("abc"), cml::UsageError);
+  CHECK_THROWS_WITH(cml::parse_size("1e99", "--size"), cml::test::Contains("is not a whole number"));
+  CHECK_THROWS_WITH(cml::parse_size("1.5G", "--size"), cml::test::Contains("is not a whole number"));
+  CHECK_THROWS_WITH(cml::parse_size("12Q", "--size"), cml::test::Contains("has an unknown unit"));
   CHECK_THROWS_AS(cml::parse_size("-1"), cml::UsageError);
   CHECK_THROWS_AS(cml::parse_size("1.5G"), cml::UsageError);
   CHECK_THROWS_AS(cml::parse_size("64X"), cml::UsageError);

@@ -47,3 +47,47 @@ TEST_CASE("opcode counts match whole modifiers only", "[cpu][sass]") {
   CHECK(cml::sass::count(*one, "LDG.E.128") == 0);
   CHECK_FALSE(cml::sass::find(fns, "no_such_kernel"));
 }
+
+namespace {
+// What one `cuobjdump -res-usage -sass` prints: each kernel's resource line before the
+// SASS sections (the SASS parser must not take a resource line for a function).
+const char* kResUsageAndSass = R"SASS(
+Fatbin elf code:
+================
+arch = sm_90
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function _ZN4ch048copy_oneEPKfPfm:
+  REG:14 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:576 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function _ZN4ch049copy_wideEPK6float4PS0_m:
+  REG:32 STACK:128 SHARED:4096 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+
+	code for sm_90
+		Function : _ZN4ch049copy_wideEPK6float4PS0_m
+        /*0000*/                   LDC.64 R12, c[0x3][R24+0x8] ;                       /* 0x00000a00ff017b82 */
+        /*0010*/                   STL [R1], R4 ;                                      /* 0x0000000402047981 */
+		Function : _ZN4ch048copy_oneEPKfPfm
+        /*0000*/                   LDG.E R4, desc[UR4][R2.64] ;                        /* 0x0000000402047981 */
+)SASS";
+}  // namespace
+
+TEST_CASE("one cuobjdump text gives each kernel's SASS, whole instructions and resources", "[cpu][sass]") {
+  auto fns = cml::sass::parse(kResUsageAndSass);
+  REQUIRE(fns.size() == 2);
+  cml::sass::add_resources(fns, kResUsageAndSass);
+  const auto wide = cml::sass::find(fns, "copy_wide");
+  REQUIRE(wide);
+  CHECK(wide->resources.registers == 32);
+  CHECK(wide->resources.stack == 128);
+  CHECK(wide->resources.shared == 4096);
+  CHECK(wide->instructions[0] == "LDC.64 R12, c[0x3][R24+0x8]");
+  CHECK(cml::sass::count_containing(*wide, "c[0x3][R") == 1);
+  CHECK(cml::sass::count_pattern(*wide, "c[0x3][R") == 1);  // operand text
+  CHECK(cml::sass::count_pattern(*wide, "STL") == 1);       // an opcode
+  CHECK(cml::sass::first_containing(*wide, "STL") == "STL [R1], R4");
+  const auto one = cml::sass::find(fns, "copy_one");
+  REQUIRE(one);
+  CHECK(one->resources.registers == 14);
+  CHECK(cml::sass::count(*one, "LDG") == 1);
+}
