@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from .build import BuildFailed, build_target
-from .chapters import chapter_of
+from .chapters import chapter_of, require_exercise
 from .core import EXIT_FAIL, EXIT_USAGE, ROOT, LabError
 from .diagnostics import report_build_failure
 from .plots import make_plots
@@ -24,6 +24,8 @@ def files_written(folder: Path, since: float) -> list[Path]:
 def cmd_bench(args, root: Path = ROOT) -> int:
     """Runs the chapter's measurements into CSV files (--out=DIR), then plots them."""
     ch = chapter_of(args, root)
+    if not args.solution and not args.plot_only:
+        require_exercise(ch)
     default = root / "bench" / (ch.name + ("-solution" if args.solution else ""))
     out_dir = Path(args.out).resolve() if args.out else default
     start = time.time()
@@ -35,13 +37,19 @@ def cmd_bench(args, root: Path = ROOT) -> int:
         except BuildFailed as e:
             report_build_failure(e, None if args.solution else ch)
             return EXIT_FAIL
+        created = not out_dir.exists()
         out_dir.mkdir(parents=True, exist_ok=True)
         say(f"measuring: {display_path(exe)} --out={display_path(out_dir)} {' '.join(args.program_args)}")
         try:
             r = subprocess.run([str(exe), f"--out={out_dir}", *args.program_args], env=tc.env)
         except OSError as e:
-            raise LabError(f"cannot run {display_path(exe)}: {e.strerror}", EXIT_FAIL) from e
-        if r.returncode != 0:
+            r = None
+            error = LabError(f"cannot run {display_path(exe)}: {e.strerror}", EXIT_FAIL)
+        if r is None or r.returncode != 0:
+            if created and not any(out_dir.iterdir()):
+                out_dir.rmdir()          # nothing measured (no GPU, a usage error): no empty folder left
+            if r is None:
+                raise error
             say(f"{target} ended with {describe_rc(r.returncode)}: no plots")
             return exit_code_of(r.returncode)
     elif not out_dir.is_dir() or not any(out_dir.glob("*.csv")):

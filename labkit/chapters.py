@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .core import EXIT_USAGE, ROOT, LabError
+from .core import EXIT_FAIL, EXIT_USAGE, ROOT, LabError
 
 
 @dataclass
@@ -55,6 +55,13 @@ class Chapter:
     @property
     def solution_rel(self) -> str:
         return f"solutions/{self.name}/exercise.cu"
+
+
+def require_exercise(ch: Chapter) -> None:
+    """Every command that builds or reads the learner's file needs it: one line when it is
+    gone, with the command that brings the starter back."""
+    if not ch.exercise.is_file():
+        raise LabError(f"{ch.exercise_rel} is missing: ./lab reset {ch.num} restores the starter", EXIT_FAIL)
 
 
 def load_chapters(root: Path = ROOT) -> list[Chapter]:

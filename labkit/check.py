@@ -1,6 +1,7 @@
 """./lab check: the chapter's tests against the learner's exercise.cu, each step's state,
 the first failure and the hint of its step. Without a GPU it still compiles the learner's
-file and runs what needs none (no_gpu.py)."""
+file and runs what needs none (no_gpu.py). One path for a verdict: checking returns a
+CheckResult, print_check prints it and check_chapter remembers it."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from pathlib import Path
 from typing import Optional
 
 from .build import BuildFailed, build_target
-from .chapters import Chapter, chapter_of
+from .chapters import Chapter, chapter_of, require_exercise
 from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, MAX_ERROR_LINES, ROOT
 from .diagnostics import report_build_failure
 from .hints import hint_command
 from .junit import CaseResult, group_steps, parse_junit, skip_lines
+from .no_gpu import NoGpuResult, check_without_gpu
 from .processes import run_quiet
 from .state import remember, state_dir
-from .steps import step_goals
+from .readme import step_goals
 from .terminal import describe_rc, paint, say, unique
 from .toolchain import Toolchain, setup
 
@@ -32,6 +34,9 @@ class CheckResult:
     steps: list
     first_failure: Optional[CaseResult] = None
     notes: list = field(default_factory=list)
+    build_error: Optional[BuildFailed] = None   # the learner's file did not build
+    no_gpu: Optional[NoGpuResult] = None        # no GPU: what was checked without one
+    output: str = ""                            # the test program's output
 
     @property
     def nothing_ran(self) -> bool:
@@ -107,11 +112,97 @@ def print_step_line(label: str, state: str, goal: str = "") -> None:
         + (f"  {paint(goal, 'dim')}" if goal else ""))
 
 
-def print_check(ch: Chapter, res: CheckResult, output: str, root: Path = ROOT) -> None:
-    """Each step with its state and goal, steps passed of the chapter, then the first
-    failure (name, message) and the hint of its step."""
+def _steps_text(steps: list) -> str:
+    """'step 1', 'steps 1, 2 and 3', 'its steps'."""
+    if not steps:
+        return "its steps"
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    return "steps " + ", ".join(map(str, steps[:-1])) + f" and {steps[-1]}"
+
+
+def _steps_need(steps: list) -> str:
+    """'step 1 needs', 'steps 1, 2 and 3 need'."""
+    return _steps_text(steps) + (" needs" if len(steps) == 1 else " need")
+
+
+def without_gpu_result(no: NoGpuResult) -> CheckResult:
+    """The verdict of a check without a GPU. A failed SASS check is a failure (exit 1), but
+    the chapter's state names a failing step only when it is the chapter's first: steps
+    before it could not be checked here, so it is not known to be the first failure."""
+    if no.build_error is not None:
+        return CheckResult(EXIT_FAIL, {"state": "failing", "step": None, "reason": "does not compile"}, [],
+                           build_error=no.build_error, no_gpu=no)
+    first = no.first_failed_step
+    why = f"needs a GPU: {no.reason}"
+    if first is None and no.failed:                 # a failed check of no known step
+        return CheckResult(EXIT_FAIL, {"state": "failing", "step": None, "reason": "SASS check failed"}, [],
+                           no_gpu=no)
+    if first is not None and no.steps and first == no.steps[0]:
+        return CheckResult(EXIT_FAIL, {"state": "failing", "step": first, "reason": "SASS check failed"}, [],
+                           no_gpu=no)
+    if first is not None:
+        return CheckResult(EXIT_FAIL, {"state": "skipped", "reason": f"{why}; the compiled code of step {first} "
+                                                                     "fails its check", "compiles": True}, [],
+                           no_gpu=no)
+    return CheckResult(EXIT_SKIP, {"state": "skipped", "reason": why, "compiles": True}, [], no_gpu=no)
+
+
+def _print_without_gpu(ch: Chapter, res: CheckResult, goals: dict) -> None:
+    """Each step: what its compiled code showed, or that it was not checked here."""
+    no = res.no_gpu
+    say(f"  {paint('compiles', 'green')}    your {ch.exercise_rel} (built with the chapter's tests)")
+    by_step: dict = {}
+    for c in no.checks:
+        by_step.setdefault(c.step, []).append(c)
+    for k in no.steps:
+        checks = by_step.get(k, [])
+        failed = [c for c in checks if c.state == "failed"]
+        passed = [c for c in checks if c.state == "passed"]
+        skipped = [c for c in checks if c.state == "skipped"]
+        if failed:
+            print_step_line(f"step {k}", "failed", failed[0].label)
+        elif passed:
+            say(f"  {f'step {k}':<11} {paint('compiled code passed', 'green')}; "
+                f"{paint('its tests need a GPU', 'dim')}")
+        else:
+            why = next((l.split(":", 1)[-1].strip() for c in skipped for l in c.output.splitlines()
+                        if l.startswith("SKIP")), "")
+            say(f"  {f'step {k}':<11} {paint('not checked here (no GPU)', 'yellow')}"
+                + (f"; its compiled code not either: {why}" if why else ""))
+    first = no.first_failed_step
+    failed = no.failed
+    if failed:
+        shown = next((c for c in failed if c.step == first), failed[0])
+        say()
+        say(paint(f"first failure found here: {shown.label}"
+                  + (f" (step {shown.step})" if shown.step is not None else ""), "red"))
+        for line in shown.output.strip().splitlines()[-5:]:
+            if line.strip() not in ("FAILED", "PASSED"):
+                say("  " + line)
+        if shown.step in goals:
+            say(f"  (step {shown.step}: {goals[shown.step]})")
+        unchecked = [k for k in no.steps if first is not None and k < first]
+        if unchecked:
+            say(f"  {_steps_text(unchecked)} before it could not be checked here: "
+                f"{'it needs' if len(unchecked) == 1 else 'they need'} a GPU, so this is not known to be your first")
+        say(f"hint: {hint_command(ch.num, shown.step if isinstance(shown.step, int) else None)}")
+        say()
+    say(paint(f"your exercise.cu compiles; {_steps_need(no.steps)} a GPU: {no.reason}", "yellow"))
+
+
+def print_check(ch: Chapter, res: CheckResult, root: Path = ROOT) -> None:
+    """The verdict: each step with its state and goal, steps passed of the chapter, then the
+    first failure (name, message) and the hint of its step; or the build's error; or what
+    could be checked without a GPU."""
+    if res.build_error is not None:
+        report_build_failure(res.build_error, ch)
+        return
     goals = step_goals(ch)
     say(paint(f"chapter {ch.num}: {ch.title}", "bold"))
+    if res.no_gpu is not None:
+        _print_without_gpu(ch, res, goals)
+        return
     for step in res.steps:
         label = f"step {step.number}" if step.number is not None else "other tests"
         print_step_line(label, step.state, goals.get(step.number, ""))
@@ -135,7 +226,7 @@ def print_check(ch: Chapter, res: CheckResult, output: str, root: Path = ROOT) -
         say()
         say(f"hint: {hint_command(ch.num, res.first_failure.step)}")
     elif res.code == EXIT_FAIL:
-        tail = [l for l in output.splitlines() if l.strip()][-MAX_ERROR_LINES:]
+        tail = [l for l in res.output.splitlines() if l.strip()][-MAX_ERROR_LINES:]
         if tail:
             say("the test program's last lines:")
             for line in tail:
@@ -152,17 +243,15 @@ def program_output_without(output: str, reason: str) -> str:
     return "\n".join(kept).rstrip()
 
 
-def check_chapter(ch: Chapter, tc: Toolchain, root: Path = ROOT, verbose: bool = False) -> int:
-    """Builds the chapter's tests against the learner's exercise.cu, runs them, reports each
-    step and remembers the verdict for the table. Shared by check and watch."""
-    from .no_gpu import check_without_gpu
+def run_check(ch: Chapter, tc: Toolchain, root: Path = ROOT, verbose: bool = False) -> CheckResult:
+    """Builds the chapter's tests against the learner's exercise.cu and runs them (or, with
+    no GPU, what needs none): the verdict, not yet printed nor remembered."""
     target = f"test_ch{ch.num}_learner"
     try:
         exe = build_target(tc, target, f"tests/{target}")
     except BuildFailed as e:
-        report_build_failure(e, ch)
-        remember(root, ch, {"state": "failing", "step": None, "reason": "does not compile"})
-        return EXIT_FAIL
+        return CheckResult(EXIT_FAIL, {"state": "failing", "step": None, "reason": "does not compile"}, [],
+                           build_error=e)
     folder = state_dir(root)
     folder.mkdir(parents=True, exist_ok=True)
     xml_path = folder / f"check-{ch.num}.xml"
@@ -173,6 +262,7 @@ def check_chapter(ch: Chapter, tc: Toolchain, root: Path = ROOT, verbose: bool =
     (folder / f"check-{ch.num}.log").write_text(output, encoding="utf-8")
     xml_text = xml_path.read_text(encoding="utf-8", errors="replace") if xml_path.exists() else None
     res = interpret_check(rc, xml_text, output)
+    res.output = output
     if verbose:
         shown = program_output_without(output, res.state.get("reason", ""))
         if shown:
@@ -180,8 +270,20 @@ def check_chapter(ch: Chapter, tc: Toolchain, root: Path = ROOT, verbose: bool =
     if rc == 124:
         say(f"the tests ran over {CHECK_TIMEOUT_S} s and were stopped: a kernel may never finish")
     if res.nothing_ran:
-        return check_without_gpu(ch, tc, res.state.get("reason", ""), root)
-    print_check(ch, res, output, root)
+        return without_gpu_result(check_without_gpu(ch, tc, res.state.get("reason", "")))
+    return res
+
+
+def check_chapter(ch: Chapter, tc: Toolchain, root: Path = ROOT, verbose: bool = False) -> int:
+    """Checks the chapter, prints the verdict and remembers it for the table. Shared by
+    check and watch."""
+    require_exercise(ch)
+    return conclude(ch, run_check(ch, tc, root, verbose), root)
+
+
+def conclude(ch: Chapter, res: CheckResult, root: Path = ROOT) -> int:
+    """The one place a verdict is printed and remembered; its exit code."""
+    print_check(ch, res, root)
     remember(root, ch, res.state)
     return res.code
 

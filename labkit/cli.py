@@ -58,11 +58,14 @@ def build_parsers() -> dict:
     p = _chapter_parser("./lab run", "Build chapter NN's program from your exercise.cu and run it. "
                         "Arguments after -- go to the program (./lab run 01 -- --size=64M). "
                         "Its exit code is lab's.")
+    p.usage = "./lab run [-h] [--solution] NN [-- ARGS...]"
     p.add_argument("--solution", action="store_true", help="run the reference solution instead")
     ps["run"] = p
     p = _chapter_parser("./lab check", "Run chapter NN's tests against your exercise.cu: each step's "
-                        "state, the first failure, and the hint of its step. Without a GPU: "
-                        "compiles your file, runs the checks that need none, exits 77.")
+                        "state, the first failure, and the hint of its step. Without a GPU it "
+                        "compiles your file, checks your kernels' compiled code (SASS) and names the "
+                        "steps it could not check. Exit 0 passed, 1 a check failed (or it does not "
+                        "compile), 77 no GPU and nothing failed.")
     p.add_argument("--verbose", action="store_true", help="also show the test program's own output")
     ps["check"] = p
     ps["watch"] = _chapter_parser("./lab watch", "Check chapter NN again on every save of your "
@@ -85,6 +88,7 @@ def build_parsers() -> dict:
                           "permission, sanitizer, build tools. Exit 0 when a GPU is usable, else 77.")
     p = _chapter_parser("./lab bench", "Run chapter NN's measurements with --out=DIR (CSV files) and "
                         "plot them with the chapter's plot.py. Arguments after -- go to the program.")
+    p.usage = "./lab bench [-h] [--solution] [--out DIR] [--plot-only] NN [-- ARGS...]"
     p.add_argument("--solution", action="store_true", help="measure the reference solution")
     p.add_argument("--out", metavar="DIR", help="where the CSV and PNG files go "
                    "(default bench/NN_name/ in the checkout)")
@@ -123,22 +127,16 @@ def cmd_help(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {
-    "list": (cmd_table, "the chapters and your state in each (also: ./lab alone)"),
-    "run": (cmd_run, "build chapter NN's program from your exercise.cu and run it (-- args, --solution)"),
-    "check": (cmd_check, "test your exercise.cu: each step, the first failure, its step's hint"),
-    "watch": (cmd_watch, "check chapter NN again on every save of your exercise.cu"),
-    "next": (cmd_next, "the first chapter not passed yet, and what to do"),
-    "hint": (cmd_hint, "the next hint of chapter NN (--step K, --all, --reset)"),
-    "diff": (cmd_diff, "your exercise.cu against the solution (--step K: one step's functions)"),
-    "reset": (cmd_reset, "restore the starter exercise.cu (your file is backed up first)"),
-    "doctor": (cmd_doctor, "toolkit, driver, GPU facts, ncu permission, build tools"),
-    "bench": (cmd_bench, "chapter NN's measurements as CSV, plotted as PNG"),
-    "test": (cmd_test, "the project's self-test (builds everything; ends with N passed, N failed, N skipped)"),
-    "setup": (cmd_setup, "install what is missing and configure build/ (--gpu-arch=80,90 chooses the GPUs)"),
-    "help": (cmd_help, "all commands, or one command's options: ./lab help run"),
-}
+COMMANDS = {"list": cmd_table, "run": cmd_run, "check": cmd_check, "watch": cmd_watch, "next": cmd_next,
+            "hint": cmd_hint, "diff": cmd_diff, "reset": cmd_reset, "doctor": cmd_doctor, "bench": cmd_bench,
+            "test": cmd_test, "setup": cmd_setup, "help": cmd_help}
 PASSTHROUGH = {"run", "bench"}
+
+
+def summary(description: str) -> str:
+    """A command's one line in the list of commands: its description's first sentence."""
+    first = description.split(". ", 1)[0].rstrip(".")
+    return first[0].lower() + first[1:] if first[:1].isupper() and not first[1:2].isupper() else first
 
 
 def top_help() -> str:
@@ -146,7 +144,8 @@ def top_help() -> str:
     lines = ["usage: ./lab [COMMAND] [ARGS]      (from any folder of the checkout)", "",
              "CUDA Memory Lab: build, run and check the chapters. NN is 01, 1, 01_transfers or transfers.",
              "", "commands:", f"  {'(none)':<8} the chapters and your state in each"]
-    lines += [f"  {name:<8} {text}" for name, (_, text) in COMMANDS.items()]
+    parsers = build_parsers()
+    lines += [f"  {name:<8} {summary(parsers[name].description)}" for name in COMMANDS]
     lines += ["", "./lab help COMMAND (or ./lab COMMAND --help) shows a command's options.",
               "exit codes: 0 ok, 1 failed check or wrong result, 2 usage error, 77 skipped "
               "(no GPU or a missing feature)"]
@@ -175,7 +174,7 @@ def main(argv: Optional[list] = None) -> int:
                 if command in PASSTHROUGH else ""
             parser.error(f"unrecognized arguments: {' '.join(extra)}{tip}")
         args.program_args = passthrough
-        return COMMANDS[command][0](args)
+        return COMMANDS[command](args)
     except LabError as e:
         say(f"lab: {e}", sys.stderr)
         return e.code

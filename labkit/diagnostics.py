@@ -91,6 +91,11 @@ def extract_compile_errors(output: str, exercise_rel: Optional[str] = None,
             if wanted(path, m.group("kind")):
                 picked.append(f"{path}:{line_no}{col}: {m.group('rest')}")
                 body = [l.rstrip() for l in lines[i + 1:j]]
+                # nvcc: details first ("argument types are: (int, unsigned int)", deeper
+                # indented), then the line echoed and its caret.
+                caret = next((k for k, l in enumerate(body) if l.strip() == "^"), None)
+                details, body = (body[:caret - 1], body[caret - 1:]) if caret and caret >= 1 else ([], body)
+                picked += ["    " + d.strip() for d in details]
                 real = _source_line(root, path, int(line_no)) if exercise_rel and path == exercise_rel else None
                 if body and real is not None and body[0].strip() != real.strip() and "|" not in body[0]:
                     body = as_written(body[0], body[1] if len(body) > 1 else None, real) + body[2:]
@@ -180,26 +185,92 @@ def declaring_header(folder: Path, name: str) -> Optional[Path]:
     return None
 
 
-def explain_missing_functions(output: str, ch: Chapter) -> list[str]:
-    """One sentence per function of the chapter's API the learner's exercise.cu does not
-    define (or defines with another signature); [] when the link error is something else."""
+_LINK_CONTEXT = re.compile(r"in function [`'‘\"](?P<fn>.+?)['’\"]:\s*$")
+_PTXAS_UNRESOLVED = re.compile(r"ptxas fatal\s*:\s*Unresolved extern function '(?P<sym>[^']+)'")
+_NOISE = re.compile(r"^(INFO: |ninja: |\[\d+/\d+\] |FAILED: |collect2: |\S*(nvcc|c\+\+|g\+\+|cc|ld)\s+-)")
+
+
+def undefined_references(output: str) -> list[tuple[str, str]]:
+    """(symbol, the function that uses it) for each undefined reference the linker names,
+    demangled, each symbol once; the user is '' when the linker did not say."""
+    out, seen, user = [], set(), ""
+    for line in output.splitlines():
+        ctx = _LINK_CONTEXT.search(line)
+        if ctx:
+            user = demangle(ctx.group("fn"))
+            continue
+        m = _UNDEFINED.search(line)
+        if m:
+            sym = demangle(m.group("sym"))
+            if sym not in seen:
+                seen.add(sym)
+                out.append((sym, user))
+    return out
+
+
+def _exercise_items(ch: Chapter) -> list:
     try:
-        mine = top_level_items(ch.exercise.read_text(encoding="utf-8", errors="replace"))
+        return top_level_items(ch.exercise.read_text(encoding="utf-8", errors="replace"))
     except OSError:
-        mine = []
+        return []
+
+
+def _declared_not_defined(items: list, name: str):
+    """exercise.cu's declaration of `name` with no definition anywhere in the file, or None."""
+    defined = any(i.is_function and i.name == name for i in items)
+    decl = next((i for i in items if not i.is_function and i.name == name and "(" in i.code), None)
+    return None if defined else decl
+
+
+def _users(items: list, name: str) -> list:
+    """The definitions in exercise.cu whose code uses `name`."""
+    return [i for i in items if i.is_function and i.name != name and name in i.identifiers()]
+
+
+def explain_missing_functions(output: str, ch: Chapter) -> list[str]:
+    """One sentence per function the link (or, for device code, ptxas) could not find that
+    the learner declared or must define: a function of the chapter's API that exercise.cu
+    does not define (or defines with another signature), or one exercise.cu declares and
+    calls but never defines. [] when the failure is something else."""
+    mine = _exercise_items(ch)
+    rel = ch.exercise.name
     out = []
-    for symbol in undefined_symbols(output):
+    missing = undefined_references(output) + [(demangle(m.group("sym")), "")
+                                              for m in map(_PTXAS_UNRESOLVED.search, output.splitlines()) if m]
+    for symbol, user in missing:
         name = function_name(symbol)
-        header = declaring_header(ch.folder, name) if name else None
+        if not name:
+            continue
+        decl = _declared_not_defined(mine, name)
+        if decl is not None:
+            users = _users(mine, name)
+            who = (f"; {users[0].name} ({rel}:{users[0].line}) calls it" if users
+                   else f"; {user} calls it" if user else "")
+            out.append(f"`{symbol}` is declared but not defined in {rel} ({rel}:{decl.line}){who}: "
+                       f"write its body, or call a function that exists")
+            continue
+        header = declaring_header(ch.folder, name)
         if header is None:
             continue
-        text = f"your exercise.cu does not define `{symbol}` (declared in {header.name})"
+        text = f"your {rel} does not define `{symbol}` (declared in {header.name})"
         same_name = [i for i in mine if i.is_function and i.name == name]
         if same_name:
-            text += (f": the {name} at exercise.cu:{same_name[0].line} has another signature; "
+            text += (f": the {name} at {rel}:{same_name[0].line} has another signature; "
                      f"make it match {header.name}")
         out.append(text)
     return out
+
+
+def _without_noise(output: str, limit: int = MAX_ERROR_LINES) -> list[str]:
+    """A log's last lines without the build tool's own (commands, progress, Ninja's
+    summary) and without temporary file names."""
+    kept = [re.sub(r"\S*tmpxft_\S*?:", "", l).rstrip() for l in output.splitlines()
+            if l.strip() and not _NOISE.match(l.strip())]
+    return kept[-limit:]
+
+
+def _is_link_failure(output: str) -> bool:
+    return bool(_UNDEFINED.search(output) or "ld returned" in output or "multiple definition" in output)
 
 
 def report_build_failure(err, ch: Optional[Chapter], stream=None) -> None:
@@ -207,16 +278,26 @@ def report_build_failure(err, ch: Optional[Chapter], stream=None) -> None:
     ch, the learner's file is the one to look at; without (the solution), any file."""
     stream = stream or sys.stdout
     missing = explain_missing_functions(err.output, ch) if ch is not None else []
+    device = _PTXAS_UNRESOLVED.search(err.output) is not None
+    link = _is_link_failure(err.output) and not device
     if missing:
-        say(paint(f"your {ch.exercise_rel} does not link:", "red", stream), stream)
-        for line in missing:
-            say("  " + line, stream)
+        what = ("does not compile: its device code calls a function that is never defined" if device
+                else "does not link (it compiled; a function it needs is not defined)")
+        say(paint(f"your {ch.exercise_rel} {what}:", "red", stream), stream)
+        lines = missing
+    elif link or device:
+        name = f"your {ch.exercise_rel}" if ch is not None else err.target
+        say(paint(f"{name} {'does not link' if link else 'does not compile'}:", "red", stream), stream)
+        lines = [l for l in _without_noise(err.output)]
+        for sym, user in undefined_references(err.output):
+            lines.append(f"undefined: `{sym}`" + (f", used by `{user}`" if user else ""))
     else:
         exercise_rel = ch.exercise_rel if ch is not None else None
         lines = extract_compile_errors(err.output, exercise_rel)
         mine = exercise_rel is not None and any(l.startswith(exercise_rel + ":") for l in lines)
         what = f"your {exercise_rel}" if mine else err.target
         say(paint(f"{what} does not compile:", "red", stream), stream)
-        for line in lines:
-            say("  " + line, stream)
+        lines = [l for l in lines if not _NOISE.match(l.strip())]
+    for line in lines:
+        say("  " + line, stream)
     say(f"full log: {display_path(err.log)}", stream)

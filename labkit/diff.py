@@ -7,7 +7,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from .chapters import Chapter, chapter_of
+from .chapters import Chapter, chapter_of, require_exercise
 from .core import EXIT_FAIL, EXIT_OK, EXIT_USAGE, ROOT, LabError
 from .source import SourceItem, step_items, top_level_items
 from .terminal import is_terminal, paint, say
@@ -23,7 +23,8 @@ def _read(path: Path, missing: str) -> str:
 
 def read_pair(ch: Chapter) -> tuple[str, str]:
     """(the learner's exercise.cu, the solution's), as text."""
-    mine = _read(ch.exercise, f"{ch.exercise_rel} is missing: ./lab reset {ch.num} restores the starter")
+    require_exercise(ch)
+    mine = _read(ch.exercise, f"{ch.exercise_rel} cannot be read")
     theirs = _read(ch.solution, f"{ch.solution_rel} is missing")
     return mine, theirs
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from .chapters import chapter_of
+from .readme import step_goals
 from .core import EXIT_FAIL, EXIT_OK, EXIT_USAGE, ROOT, LabError
 from .state import load_state, save_state
 from .terminal import display_path, paint, say
@@ -75,7 +76,6 @@ def _load_hints(ch) -> list[Hint]:
 def cmd_hint(args, root: Path = ROOT) -> int:
     """Shows the next hint not yet shown (remembered per chapter, and per step with
     --step K), or --all (of the chapter, or of step K), or --reset."""
-    from .steps import step_goals     # steps reads hints.md through this module
     ch = chapter_of(args, root)
     state = load_state(root)
     if args.reset:

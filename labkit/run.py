@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .build import BuildFailed, build_target
-from .chapters import Chapter, chapter_of
+from .chapters import Chapter, chapter_of, require_exercise
 from .core import EXIT_FAIL, ROOT, LabError
 from .diagnostics import report_build_failure
 from .terminal import display_path, exit_code_of, progress_to_stderr
@@ -32,6 +32,8 @@ def cmd_run(args, root: Path = ROOT) -> int:
     """Builds the learner's (or the reference) program and runs it; its exit code is ours.
     lab's own lines go to stderr so the program's stdout can be piped (--csv)."""
     ch = chapter_of(args, root)
+    if not args.solution:
+        require_exercise(ch)
     progress_to_stderr()
     tc = setup(root, catch2_required=False)
     target, fallback = program_target(ch, args.solution)

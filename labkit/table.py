@@ -25,6 +25,8 @@ def cmd_table(args, root: Path = ROOT) -> int:
             passed += 1
         if not ch.folder.is_dir():
             text, colour = "not written yet", "dim"
+        elif not ch.exercise.is_file():
+            text, colour = f"exercise.cu is missing: ./lab reset {ch.num} restores the starter", "red"
         say(f"  {ch.num}  {ch.title.ljust(width)}  {paint(text, colour)}")
     say()
     say(f"{passed} of {len(chapters)} chapters passed")

@@ -1,7 +1,9 @@
-"""What lab prints and how: colour only on a terminal (NO_COLOR respected), lines flushed
-at once so they keep their order with a child's output, paths as the learner types them."""
+"""What lab prints and how: colour only on a terminal (NO_COLOR and TERM=dumb respected),
+lines flushed at once so they keep their order with a child's output, paths and ./lab
+commands as the learner types them from the folder they are in."""
 
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -13,9 +15,10 @@ _CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"
 
 
 def use_colour(stream=None) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org)."""
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org) or the
+    terminal says it has none (TERM=dumb)."""
     stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR"):
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     try:
         return stream.isatty()
@@ -30,25 +33,42 @@ def paint(text: str, colour: str, stream=None) -> str:
     return f"\033[{_CODES[colour]}m{text}\033[0m"
 
 
+_LAB_COMMAND = re.compile(r"(?<![\w/.])\./lab(?=\s|$|[)`'\"])")
+
+
+def lab_command() -> str:
+    """How the learner runs lab from the folder they are in: ./lab at the checkout's root,
+    ../../lab from a chapter's folder."""
+    try:
+        rel = os.path.relpath(ROOT / "lab", Path.cwd())
+    except ValueError:
+        return str(ROOT / "lab")
+    return rel if "/" in rel else "./" + rel
+
+
 def say(text: str = "", stream=None) -> None:
-    """Prints and flushes at once, so lab's lines and child output keep their order."""
+    """Prints and flushes at once, so lab's lines and child output keep their order; every
+    `./lab` in the text is the command as typed from the current folder."""
     stream = stream or sys.stdout
+    launcher = lab_command()
+    if launcher != "./lab":
+        text = _LAB_COMMAND.sub(launcher, text)
     stream.write(text + "\n")
     stream.flush()
 
 
-_progress = [sys.stdout]
+_progress = ["stdout"]
 
 
 def progress(text: str) -> None:
-    """Lab's own progress lines (installing, configuring, building)."""
-    say(text, _progress[0])
+    """Lab's own progress lines (installing, configuring, building, checks as they run)."""
+    say(text, sys.stderr if _progress[0] == "stderr" else sys.stdout)
 
 
 def progress_to_stderr() -> None:
     """`run` sends progress to stderr, so the program's stdout stays clean for pipes
     (--csv > file)."""
-    _progress[0] = sys.stderr
+    _progress[0] = "stderr"
 
 
 def is_terminal(stream) -> bool:
@@ -67,14 +87,19 @@ def clear_screen() -> None:
 
 
 def display_path(path: Path) -> str:
-    """A path as the learner can type it: relative to the current folder when inside it."""
+    """A path as the learner can type it from the current folder: relative to it when the
+    path is in the checkout and the learner too (../../.lab/x.log from a chapter's folder),
+    else as it is."""
     path = Path(path)
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        pass
+        resolved, cwd = path.resolve(), Path.cwd().resolve()
+    except OSError:
+        return str(path)
+    inside = [p for p in (resolved, cwd) if p == ROOT or ROOT in p.parents]
+    if len(inside) == 2:
+        return os.path.relpath(resolved, cwd)
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(resolved.relative_to(cwd))
     except ValueError:
         return str(path)
 

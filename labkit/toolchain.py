@@ -272,13 +272,27 @@ def choose_gpu_arch(tc: Toolchain, archs: str) -> str:
                        f"(it knows {have})", EXIT_USAGE)
     option = f"-Dgpu_arch={archs}"
     configured = build_is_healthy(tc.build)
-    progress(f"{'reconfiguring' if configured else 'configuring'} build/ with {option} "
-             "(new architectures: the next build recompiles everything)...")
+    before = configured_archs(tc.build) if configured else None
+    progress(f"{'reconfiguring' if configured else 'configuring'} build/ with {option}...")
     rc, out = _meson_setup(tc, (["--reconfigure"] if configured else []) + [option], False)
     if rc != 0:
         raise _configure_failed(out, tc)
-    lines = [l.split("Message:", 1)[-1].strip() for l in out.splitlines() if "CUDA architectures" in l]
-    return lines[-1] if lines else f"gpu_arch={archs}"
+    after = configured_archs(tc.build)
+    if configured and after is not None and after == before:
+        return f"CUDA architectures: {after} (as before: nothing to rebuild)"
+    return (f"CUDA architectures: {after} (new architectures: the next build recompiles everything)"
+            if after else f"gpu_arch={archs}")
+
+
+def configured_archs(build: Path) -> Optional[str]:
+    """The architectures build/ was last configured for ('90' or '80,90'), from Meson's
+    log of its last configure; None when it does not say."""
+    try:
+        log = (build / "meson-logs" / "meson-log.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = re.findall(r"CUDA architectures: ([0-9a-z,]+)", log)
+    return found[-1] if found else None
 
 
 def cmd_setup(args, root: Path = ROOT) -> int:

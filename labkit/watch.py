@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from .chapters import chapter_of
+from .chapters import chapter_of, require_exercise
 from .check import check_chapter
 from .core import EXIT_OK, ROOT
 from .terminal import clear_screen, display_path, paint, say
@@ -41,6 +41,7 @@ def watch_loop(path: Path, on_change: Callable[[], None], poll_s: float = POLL_S
 def cmd_watch(args, root: Path = ROOT) -> int:
     """Rebuilds and re-checks on every save; Ctrl-C stops it (exit 0)."""
     ch = chapter_of(args, root)
+    require_exercise(ch)
     tc = setup(root, catch2_required=True)
 
     def recheck() -> None:

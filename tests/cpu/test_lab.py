@@ -20,11 +20,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "lab"
+os.chdir(REPO)   # as a learner runs lab: from the checkout's root (./lab, not ../lab)
 
 
 sys.path.insert(0, str(REPO))
 from labkit import (build, chapters, check, cli, core, diagnostics, diff, hints, junit,  # noqa: E402
-                    no_gpu, run, selftest, source, steps, terminal, toolchain, watch)
+                    no_gpu, readme, run, selftest, source, steps, terminal, toolchain, watch)
 
 SAMPLE_HINTS = """# Hints: chapter one
 
@@ -805,7 +806,7 @@ More text.
         return ch
 
     def test_readme_step_table_is_read(self):
-        rows = steps.readme_steps(self.README)
+        rows = readme.readme_steps(self.README)
         self.assertEqual(sorted(rows), [1, 2])
         self.assertEqual(rows[1].goal, "pinned memory")
         self.assertEqual(rows[1].functions, ["allocate", "release"])
@@ -948,7 +949,7 @@ class TestBuildAndSelfTest(unittest.TestCase):
 class TestCheckReport(LabTestCase):
     def test_failure_points_to_the_failing_steps_hint(self):
         res = check.interpret_check(1, JUNIT_V3, "")
-        _, out, _ = capture(check.print_check, self.copy.first, res, "", Path("/work/main"))
+        _, out, _ = capture(check.print_check, self.copy.first, res, Path("/work/main"))
         self.assertIn(f"hint: ./lab hint {self.num} --step 2", out)
 
     def test_verbose_output_does_not_repeat_the_skip_line(self):
@@ -988,8 +989,10 @@ class TestCheckWithoutGpu(LabTestCase):
         (self.build_dir / "meson-info" / "intro-tests.json").write_text(json.dumps(tests))
 
     def check(self):
-        return capture(no_gpu.check_without_gpu, self.copy.first, self.tc,
-                       "no CUDA device: no NVIDIA driver", self.copy.root)
+        def without_gpu():
+            found = no_gpu.check_without_gpu(self.copy.first, self.tc, "no CUDA device: no NVIDIA driver")
+            return check.conclude(self.copy.first, check.without_gpu_result(found), self.copy.root)
+        return capture(without_gpu)
 
     def test_passing_sass_check_then_the_steps_that_need_a_gpu(self):
         self.register_sass_check(0, "PASSED")
