@@ -291,5 +291,6 @@ def conclude(ch: Chapter, res: CheckResult, root: Path = ROOT) -> int:
 def cmd_check(args, root: Path = ROOT) -> int:
     """./lab check NN [--verbose]."""
     ch = chapter_of(args, root)
+    require_exercise(ch)
     tc = setup(root, catch2_required=True)
     return check_chapter(ch, tc, root, args.verbose)
