@@ -112,6 +112,12 @@ def print_step_line(label: str, state: str, goal: str = "") -> None:
         + (f"  {paint(goal, 'dim')}" if goal else ""))
 
 
+def does_not_compile(e: BuildFailed, no_gpu: Optional[NoGpuResult] = None) -> CheckResult:
+    """The verdict when the learner's file does not build: the build's error is shown."""
+    return CheckResult(EXIT_FAIL, {"state": "failing", "step": None, "reason": "does not compile"}, [],
+                       build_error=e, no_gpu=no_gpu)
+
+
 def _steps_text(steps: list) -> str:
     """'step 1', 'steps 1, 2 and 3', 'its steps'."""
     if not steps:
@@ -131,8 +137,7 @@ def without_gpu_result(no: NoGpuResult) -> CheckResult:
     the chapter's state names a failing step only when it is the chapter's first: steps
     before it could not be checked here, so it is not known to be the first failure."""
     if no.build_error is not None:
-        return CheckResult(EXIT_FAIL, {"state": "failing", "step": None, "reason": "does not compile"}, [],
-                           build_error=no.build_error, no_gpu=no)
+        return does_not_compile(no.build_error, no)
     first = no.first_failed_step
     why = f"needs a GPU: {no.reason}"
     if first is None and no.failed:                 # a failed check of no known step
@@ -250,8 +255,7 @@ def run_check(ch: Chapter, tc: Toolchain, root: Path = ROOT, verbose: bool = Fal
     try:
         exe = build_target(tc, target, f"tests/{target}")
     except BuildFailed as e:
-        return CheckResult(EXIT_FAIL, {"state": "failing", "step": None, "reason": "does not compile"}, [],
-                           build_error=e)
+        return does_not_compile(e)
     folder = state_dir(root)
     folder.mkdir(parents=True, exist_ok=True)
     xml_path = folder / f"check-{ch.num}.xml"

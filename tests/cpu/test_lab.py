@@ -651,6 +651,41 @@ def capture(fn, *args, **kw):
     return value, out.getvalue(), err.getvalue()
 
 
+class TestWhereTheLearnerIs(LabTestCase):
+    def test_commands_printed_from_a_chapter_folder_are_typed_from_there(self):
+        r = self.lab("hint", self.num, cwd=self.copy.first.folder)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"../../lab hint {self.num}", r.stdout)
+        self.assertNotIn(f" ./lab hint", r.stdout)
+
+    def test_paths_printed_from_a_chapter_folder_resolve_from_there(self):
+        cwd = os.getcwd()
+        os.chdir(REPO / "chapters")
+        try:
+            self.assertEqual(terminal.display_path(REPO / ".lab" / "x.log"), "../.lab/x.log")
+            self.assertEqual(terminal.display_path(REPO / "chapters" / "a.cu"), "a.cu")
+        finally:
+            os.chdir(cwd)
+
+    def test_a_dumb_terminal_gets_no_colour(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+        saved = {k: os.environ.get(k) for k in ("TERM", "NO_COLOR")}
+        os.environ.pop("NO_COLOR", None)
+        try:
+            os.environ["TERM"] = "xterm"
+            self.assertNotEqual(terminal.paint("x", "red", Tty()), "x")
+            os.environ["TERM"] = "dumb"
+            self.assertEqual(terminal.paint("x", "red", Tty()), "x")
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 class TestLearnerCommands(LabTestCase):
     def test_help_command_prints_that_commands_help(self):
         r = self.lab("help", "run")
