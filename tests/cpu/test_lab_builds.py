@@ -87,6 +87,14 @@ class LabOnRealBuilds(unittest.TestCase):
         for noise in ("nvcc -", "tmpxft", "ninja: build stopped", "INFO: ", "FAILED: "):
             self.assertNotIn(noise, out)
 
+    def failed_build(self, *command) -> str:
+        """What `./lab COMMAND` printed about a build that must fail: exit 1, read not dumped."""
+        r = self.lab(*command)
+        out = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 1, out)
+        self.assert_read_not_dumped(out)
+        return out
+
     # ---- what the starter does without a GPU ------------------------------------------------
 
     def test_the_starter_checked_without_a_gpu_fails_at_its_first_step(self):
@@ -134,13 +142,10 @@ class LabOnRealBuilds(unittest.TestCase):
                    "  transpose_naive_body(in, out, rows, cols);")
         for command in (("check", "05"), ("run", "05")):
             with self.subTest(command=command):
-                r = self.lab(*command)
-                out = r.stdout + r.stderr
-                self.assertEqual(r.returncode, 1, out)
+                out = self.failed_build(*command)
                 self.assertIn("`ch05::tile_index(int, int)` is declared but not defined in exercise.cu", out)
                 self.assertIn("transpose_tiled_kernel (exercise.cu:", out)
                 self.assertNotIn("ptxas", out)
-                self.assert_read_not_dumped(out)
                 self.assertIn("full log: ", out)  # the whole log is kept (in .lab/, or CML_LAB_STATE_DIR)
 
     def test_a_host_function_declared_but_not_defined_is_a_link_failure(self):
@@ -148,13 +153,10 @@ class LabOnRealBuilds(unittest.TestCase):
                    "  if (rows <= 0 || cols <= 0 || tile_count_of(rows) < 0) return;\n  transpose_tiled_kernel")
         self.write_more("void transpose_tiled(const float* in", "int tile_count_of(int rows);\n\n"
                         "void transpose_tiled(const float* in")
-        r = self.lab("check", "05")
-        out = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 1, out)
+        out = self.failed_build("check", "05")
         self.assertIn("does not link", out)
         self.assertIn("`ch05::tile_count_of(int)` is declared but not defined in exercise.cu", out)
         self.assertIn("transpose_tiled (exercise.cu:", out)
-        self.assert_read_not_dumped(out)
 
     def write_more(self, old: str, new: str) -> None:
         """A second edit on top of write()'s."""
@@ -166,26 +168,20 @@ class LabOnRealBuilds(unittest.TestCase):
     def test_a_wrong_signature_names_the_declaration_to_match(self):
         self.write("void transpose_tiled(const float* in, float* out, int rows, int cols, cudaStream_t stream) {",
                    "void transpose_tiled(const float* in, float* out, int rows, unsigned cols, cudaStream_t stream) {")
-        r = self.lab("check", "05")
-        out = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 1, out)
+        out = self.failed_build("check", "05")
         self.assertIn("does not define `ch05::transpose_tiled(", out)
         self.assertIn("(declared in shared_memory.cuh)", out)
         self.assertIn("has another signature; make it match shared_memory.cuh", out)
-        self.assert_read_not_dumped(out)
 
     def test_a_call_that_matches_no_overload_keeps_the_argument_types(self):
         self.write("  if (rows <= 0 || cols <= 0) return;\n  transpose_tiled_kernel",
                    "  if (rows <= 0 || cols <= 0) return;\n  const int n = std::max(rows, 2u);\n  (void)n;\n"
                    "  transpose_tiled_kernel")
         self.write_more('#include "cml/errors.hpp"', '#include "cml/errors.hpp"\n\n#include <algorithm>')
-        r = self.lab("check", "05")
-        out = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 1, out)
+        out = self.failed_build("check", "05")
         self.assertIn(f"{CH05}:", out)
         self.assertIn("argument types are: (int, unsigned int)", out)
         self.assertIn("std::max(rows, 2u)", out)
-        self.assert_read_not_dumped(out)
 
     def test_a_deleted_exercise_is_one_line_with_the_reset_command(self):
         path = self.root / CH05
