@@ -41,6 +41,10 @@ class Chapter:
         return self.folder / "hints.md"
 
     @property
+    def docs(self) -> Path:
+        return self.root / "docs" / f"{self.name}.md"
+
+    @property
     def plot_script(self) -> Path:
         return self.folder / "plot.py"
 

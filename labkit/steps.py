@@ -30,16 +30,53 @@ def hint_steps(text: str) -> set:
     return {h.step for h in parse_hints(text) if h.step is not None}
 
 
-def bar_disagreements(readme_text: str, test_text: str, test_name: str) -> list[str]:
-    """Each `kName` = value of the README against the `constexpr double kName = value;` of the
-    chapter's tests, one sentence per difference."""
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _value_in_cell(cell: str):
+    """The bar's value in a docs table cell: '1.35', '1.55 (√2.44 = 1.56)' -> 1.55, 'middle
+    of 1.04 and 1.15: 1.10' -> 1.10 (what follows the last colon), 'middle: 8 ms' -> 8."""
+    tail = cell.rsplit(":", 1)[-1] if ":" in cell else cell
+    m = re.search(r"[0-9]+(?:\.[0-9]+)?", tail)
+    return float(m.group(0)) if m else None
+
+
+def quoted_bars(text: str) -> list[tuple[str, float, str]]:
+    """Every speed bar a README or a lesson quotes: (name, value, where): `kName` = value in
+    prose, and the rows of a table whose first column is the bar (`kName`) and one of whose
+    later columns is headed value, middle or bar (the last such column holds it)."""
+    found = [(name, float(value), f"`{name}` = {value}") for name, value in _README_BAR.findall(text)]
+    lines = text.splitlines()
+    value_col = None
+    for i, line in enumerate(lines):
+        if not line.lstrip().startswith("|"):
+            value_col = None
+            continue
+        cells = _cells(line)
+        if value_col is None:
+            heads = [c.lower() for c in cells]
+            cols = [k for k, h in enumerate(heads) if k > 0 and (h.startswith(("value", "middle")) or h == "bar")]
+            value_col = cols[-1] if cols else -1
+            continue
+        names = re.findall(r"`(k[A-Z]\w*)`", cells[0].split("(", 1)[0]) if cells else []
+        if names and 0 < value_col < len(cells):
+            v = _value_in_cell(cells[value_col])
+            if v is not None:
+                found += [(name, v, f"the table row of `{name}`") for name in names]
+    return found
+
+
+def bar_disagreements(text: str, test_text: str, test_name: str, where: str = "README") -> list[str]:
+    """Each bar `where` quotes (prose or table) against the `constexpr double kName = value;`
+    of the chapter's tests, one sentence per difference."""
     bars = {name: float(value) for name, value in _TEST_BAR.findall(test_text)}
     problems = []
-    for name, value in _README_BAR.findall(readme_text):
+    for name, value, how in quoted_bars(text):
         if name not in bars:
-            problems.append(f"README names the bar {name}, which {test_name} does not define")
-        elif float(value) != bars[name]:
-            problems.append(f"README says {name} = {value}; {test_name} sets it to {bars[name]:g}")
+            problems.append(f"{where} names the bar {name}, which {test_name} does not define")
+        elif value != bars[name]:
+            problems.append(f"{where} says {name} = {value:g} ({how}); {test_name} sets it to {bars[name]:g}")
     return problems
 
 
@@ -71,4 +108,6 @@ def disagreements(ch: Chapter) -> list[str]:
         if k in todo and sorted(row.functions) != sorted(marked):
             problems.append(f"README's step {k} lists functions {', '.join(row.functions) or 'none'}; "
                             f"exercise.cu's TODO({k}) marks {', '.join(marked)}")
-    return problems + bar_disagreements(read_text(ch.readme), read_text(ch.tests), ch.tests.name)
+    tests = read_text(ch.tests)
+    return (problems + bar_disagreements(read_text(ch.readme), tests, ch.tests.name)
+            + bar_disagreements(read_text(ch.docs), tests, ch.tests.name, f"docs/{ch.docs.name}"))

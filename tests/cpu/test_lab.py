@@ -868,10 +868,27 @@ More text.
         readme = "| 1 | x | `f` | at least `kFastBar` = 1.2 and `kGone` = 2 |\n"
         tests = "constexpr double kFastBar = 1.25;\n"
         problems = steps.bar_disagreements(readme, tests, "test_01.cpp")
-        self.assertEqual(problems, ["README says kFastBar = 1.2; test_01.cpp sets it to 1.25",
+        self.assertEqual(problems, ["README says kFastBar = 1.2 (`kFastBar` = 1.2); test_01.cpp sets it to 1.25",
                                     "README names the bar kGone, which test_01.cpp does not define"])
         self.assertEqual(steps.bar_disagreements(readme.replace("1.2 ", "1.25 ").replace(" and `kGone` = 2", ""),
                                                  tests, "test_01.cpp"), [])
+
+    def test_a_lessons_bars_must_match_the_tests_constants(self):
+        tests = "constexpr double kFastBar = 1.25;\nconstexpr double kSlowBar = 0.6;\n"
+        docs = ("The bar **`kSlowBar` = 0.6** sits mid-gap.\n\n"
+                "| bar | solution | mistake | value |\n|---|---|---|---|\n"
+                "| `kFastBar` | 1.4-1.5 | 1.0 | middle of 1.0 and 1.5: 1.2 |\n"
+                "| `kSlowBar` (step 2) | 0.9 | 0.3 | 0.6 (√0.27 = 0.52) |\n")
+        problems = steps.bar_disagreements(docs, tests, "test_01.cpp", "docs/01_x.md")
+        self.assertEqual(problems, ["docs/01_x.md says kFastBar = 1.2 (the table row of `kFastBar`); "
+                                    "test_01.cpp sets it to 1.25"])
+        self.assertEqual(steps.bar_disagreements(docs.replace(": 1.2 |", ": 1.25 |"), tests, "test_01.cpp",
+                                                 "docs/01_x.md"), [])
+        # The whole chapter: a lesson quoting a stale bar is a disagreement of its steps.
+        ch = self.make_chapter()
+        ch.docs.parent.mkdir(parents=True, exist_ok=True)
+        ch.docs.write_text("| constant | value |\n|---|---|\n| `kNowhere` | 3 |\n")
+        self.assertTrue(any("docs/" in p and "kNowhere" in p for p in steps.disagreements(ch)))
 
     def test_the_real_chapters_agree(self):
         for ch in chapters.load_chapters(REPO):
