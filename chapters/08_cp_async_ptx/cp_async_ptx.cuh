@@ -169,7 +169,8 @@ void sum_sync(const Job& job, cudaStream_t stream);
 // read-only kernel over the same array, the same sums straight from registers.
 inline void sum_read_only(const Job& job, cudaStream_t stream) { cml::tile_sum::sum_read_only(job, stream); }
 
-// Fills every SM's shared memory with garbage. Shared memory keeps its contents from one
+// Fills the SMs' shared memory with garbage (as many as a grid of two blocks per SM
+// reaches: the scheduler does not promise every one). Shared memory keeps its contents from one
 // kernel to the next, so a kernel that reads a word before its copy landed may find the
 // right word there, left by the previous run of the same job: the tests and --mode=check
 // run this before each checked launch, so such a read finds garbage instead.

@@ -91,8 +91,10 @@ __global__ void scrub_shared_kernel(int words) {
 
 }  // namespace
 
-// Blocks as large as a block may be (the opt-in maximum), two per SM's worth: every SM
-// gets at least one, which covers all but its 1 KiB reserved per block.
+// Blocks as large as a block may be (the opt-in maximum), two per SM's worth. The scheduler
+// promises no placement, so this does not guarantee that every SM gets one; in practice
+// blocks of this size spread one or two per SM, and each covers all of its SM's shared
+// memory but the 1 KiB reserved per block.
 void scrub_shared_memory(cudaStream_t stream) {
   static const auto shape = [] {
     int device = 0, sms = 0, bytes = 0;

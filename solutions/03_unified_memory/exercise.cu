@@ -48,8 +48,10 @@ void run_lane(const Lane& lane, int rounds, RoundSignal& signal) {
   // allocated global.)
   CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));
 
-  // Step 4. Prefetch and advice to a device need concurrentManagedAccess; without it, the
-  // driver moves managed pages to the GPU at each launch and back when the stream is done.
+  // Step 4. Prefetch and advice to a device need concurrentManagedAccess. Without it the
+  // host may not touch managed memory a running kernel may use; once the host has
+  // synchronised, pages come back on demand, as the CPU touches them (CUDA C++ Programming
+  // Guide, unified memory on devices without concurrent managed access).
   int concurrent = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, lane.device));
   // The table is read by every kernel and by the host and never written: read-mostly lets
