@@ -14,7 +14,7 @@ from typing import Optional
 from .chapters import Chapter
 from .core import MAX_ERROR_LINES, ROOT
 from .source import top_level_items
-from .terminal import display_path, paint, say, unique
+from .terminal import display_path, paint, say
 
 # nvcc: `path(12): error: ...`; gcc/clang: `path:12:5: error: ...`.
 _DIAG = re.compile(r"^(?P<path>\S+?)(?:\((?P<line>\d+)\)|:(?P<gline>\d+)(?::(?P<col>\d+))?):\s*"
@@ -157,12 +157,6 @@ def demangle(symbol: str) -> str:
     return r.stdout.decode(errors="replace").strip() or symbol
 
 
-def undefined_symbols(output: str) -> list[str]:
-    """The symbols the linker could not find, demangled, each once."""
-    found = [m.group("sym") for m in map(_UNDEFINED.search, output.splitlines()) if m]
-    return unique([demangle(s) for s in found])
-
-
 def function_name(symbol: str) -> str:
     """`free_pinned` from `ch01::free_pinned(void*)` (the name before the parameters)."""
     head = symbol.split("(", 1)[0]
@@ -288,9 +282,10 @@ def report_build_failure(err, ch: Optional[Chapter], stream=None) -> None:
     elif link or device:
         name = f"your {ch.exercise_rel}" if ch is not None else err.target
         say(paint(f"{name} {'does not link' if link else 'does not compile'}:", "red", stream), stream)
-        lines = [l for l in _without_noise(err.output)]
-        for sym, user in undefined_references(err.output):
-            lines.append(f"undefined: `{sym}`" + (f", used by `{user}`" if user else ""))
+        # The linker's other lines (a multiple definition...), then each missing symbol once.
+        lines = [l for l in _without_noise(err.output) if not (_UNDEFINED.search(l) or _LINK_CONTEXT.search(l))]
+        lines += [f"undefined: `{sym}`" + (f", used by `{user}`" if user else "")
+                  for sym, user in undefined_references(err.output)]
     else:
         exercise_rel = ch.exercise_rel if ch is not None else None
         lines = extract_compile_errors(err.output, exercise_rel)

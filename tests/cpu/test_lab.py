@@ -932,7 +932,7 @@ class TestLinkAndMacroErrors(unittest.TestCase):
             self.assertEqual(len(lines), 1)
             self.assertIn(f"`{expected}`", lines[0])
         else:
-            self.assertEqual(diagnostics.undefined_symbols(out), [expected])
+            self.assertEqual([sym for sym, _ in diagnostics.undefined_references(out)], [expected])
 
     def test_changed_signature_points_at_the_learners_definition(self):
         self.ch.exercise.write_text("namespace ch01 {\n\nvoid free_pinned(int* p) {}\n}\n")
