@@ -1,6 +1,6 @@
 // RAII owners for the memory a chapter allocates: device, pinned (page-locked), mapped
-// (zero-copy), managed, and a registration that pins an existing host range. Each frees
-// what it owns exactly once; none can be copied, all can be moved.
+// (zero-copy) and managed. Each frees what it owns exactly once; none can be copied, all
+// can be moved.
 #pragma once
 
 #include "errors.hpp"
@@ -105,31 +105,6 @@ class ManagedBuffer : public detail::Owner<T, cudaFree> {
     CUDA_CHECK(cudaMallocManaged(&p, count * sizeof(T), flags));
     this->adopt(static_cast<T*>(p), count);
   }
-};
-
-// Pins an existing host range for its lifetime (cudaHostRegister / cudaHostUnregister).
-class HostRegistration {
- public:
-  HostRegistration() = default;
-  HostRegistration(void* p, std::size_t bytes, unsigned flags = cudaHostRegisterDefault) {
-    CUDA_CHECK(cudaHostRegister(p, bytes, flags));
-    ptr_ = p;
-  }
-  HostRegistration(const HostRegistration&) = delete;
-  HostRegistration& operator=(const HostRegistration&) = delete;
-  HostRegistration(HostRegistration&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
-  HostRegistration& operator=(HostRegistration&& o) noexcept {
-    if (this != &o) { reset(); ptr_ = std::exchange(o.ptr_, nullptr); }
-    return *this;
-  }
-  ~HostRegistration() { reset(); }
-  void reset() noexcept {
-    if (ptr_ != nullptr) detail::warn_on_error(cudaHostUnregister(ptr_), "cudaHostUnregister");
-    ptr_ = nullptr;
-  }
-
- private:
-  void* ptr_ = nullptr;
 };
 
 }  // namespace cml

@@ -2,69 +2,43 @@
 #pragma once
 
 #include "errors.hpp"
+#include "handle.hpp"
 
 #include <cuda_runtime_api.h>
 
-#include <utility>
-
 namespace cml {
 
-class Stream {
+namespace detail {
+inline constexpr const char* kStreamDestroy = "cudaStreamDestroy";
+inline constexpr const char* kEventDestroy = "cudaEventDestroy";
+}  // namespace detail
+
+class Stream : public detail::Handle<cudaStream_t, cudaStreamDestroy, detail::kStreamDestroy> {
  public:
   // Non-blocking by default: such a stream never waits for the legacy NULL stream.
   explicit Stream(unsigned flags = cudaStreamNonBlocking) {
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s_, flags));
+    cudaStream_t s = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, flags));
+    adopt(s);
   }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
-  Stream& operator=(Stream&& o) noexcept {
-    if (this != &o) { reset(); s_ = std::exchange(o.s_, nullptr); }
-    return *this;
-  }
-  ~Stream() { reset(); }
-
-  cudaStream_t get() const noexcept { return s_; }
-  operator cudaStream_t() const noexcept { return s_; }
-  void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(s_)); }
-
- private:
-  void reset() noexcept {
-    if (s_ != nullptr) detail::warn_on_error(cudaStreamDestroy(s_), "cudaStreamDestroy");
-    s_ = nullptr;
-  }
-  cudaStream_t s_ = nullptr;
+  void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(get())); }
 };
 
-class Event {
+class Event : public detail::Handle<cudaEvent_t, cudaEventDestroy, detail::kEventDestroy> {
  public:
-  explicit Event(unsigned flags = cudaEventDefault) { CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags)); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-  Event& operator=(Event&& o) noexcept {
-    if (this != &o) { reset(); e_ = std::exchange(o.e_, nullptr); }
-    return *this;
+  explicit Event(unsigned flags = cudaEventDefault) {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, flags));
+    adopt(e);
   }
-  ~Event() { reset(); }
-
-  cudaEvent_t get() const noexcept { return e_; }
-  operator cudaEvent_t() const noexcept { return e_; }
-  void record(cudaStream_t s) const { CUDA_CHECK(cudaEventRecord(e_, s)); }
-  void synchronize() const { CUDA_CHECK(cudaEventSynchronize(e_)); }
+  void record(cudaStream_t s) const { CUDA_CHECK(cudaEventRecord(get(), s)); }
+  void synchronize() const { CUDA_CHECK(cudaEventSynchronize(get())); }
   // Milliseconds from `start` to this event; both must have completed.
   float since(const Event& start) const {
     float ms = 0.0f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start.e_, e_));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), get()));
     return ms;
   }
-
- private:
-  void reset() noexcept {
-    if (e_ != nullptr) detail::warn_on_error(cudaEventDestroy(e_), "cudaEventDestroy");
-    e_ = nullptr;
-  }
-  cudaEvent_t e_ = nullptr;
 };
 
 }  // namespace cml
