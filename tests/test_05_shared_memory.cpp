@@ -185,8 +185,8 @@ int large_side() {
 
 // fn's speed bar: at least `bar` of `baseline`'s speed on a large square matrix, timed
 // interleaved, or the message with both times and what the learner should change.
-void check_speed(TransposeFn fn, const char* name, TransposeFn baseline, const char* baseline_name, double bar,
-                 const char* advice) {
+void check_transpose_speed(TransposeFn fn, const char* name, TransposeFn baseline, const char* baseline_name,
+                           double bar, const char* advice) {
   const int side = large_side();
   const std::size_t n = static_cast<std::size_t>(side) * side;
   cml::DeviceBuffer<float> in(n), out(n);
@@ -287,9 +287,10 @@ TEST_CASE("step 1: transpose_tiled_kernel has no shared-memory race (racecheck)"
 }
 
 TEST_CASE("step 1: transpose_tiled reaches kTiledOverCopyTiles of copy_tiles", "[ch05][step1][perf]") {
-  check_speed(ch05::transpose_tiled, "transpose_tiled", ch05::copy_tiles, "copy_tiles", kTiledOverCopyTiles,
-              "the naive transpose's column writes reach about 0.17 — read AND write along rows, through the tile "
-              "(step 1; ./lab hint 05)");
+  check_transpose_speed(
+      ch05::transpose_tiled, "transpose_tiled", ch05::copy_tiles, "copy_tiles", kTiledOverCopyTiles,
+      "the naive transpose's column writes reach about 0.17 — read AND write along rows, through the tile "
+      "(step 1; ./lab hint 05)");
 }
 
 // ---- Step 2 -----------------------------------------------------------------------------
@@ -311,8 +312,9 @@ TEST_CASE("step 2: transpose_padded_kernel's shared accesses have no bank confli
 }
 
 TEST_CASE("step 2: transpose_padded reaches kPaddedOverCopyTiles of copy_tiles", "[ch05][step2][perf]") {
-  check_speed(ch05::transpose_padded, "transpose_padded", ch05::copy_tiles, "copy_tiles", kPaddedOverCopyTiles,
-              "with 32-way conflicts on the column reads a tile transpose stays near 0.57 (step 2; ./lab hint 05)");
+  check_transpose_speed(
+      ch05::transpose_padded, "transpose_padded", ch05::copy_tiles, "copy_tiles", kPaddedOverCopyTiles,
+      "with 32-way conflicts on the column reads a tile transpose stays near 0.57 (step 2; ./lab hint 05)");
 }
 
 TEST_CASE("step 2: transpose_padded_kernel has no shared-memory race (racecheck)", "[ch05][step2][mechanism]") {
@@ -340,8 +342,9 @@ TEST_CASE("step 3: transpose_swizzled_kernel has no bank conflict and no pad (nc
 }
 
 TEST_CASE("step 3: transpose_swizzled reaches kSwizzledOverCopyTiles of copy_tiles", "[ch05][step3][perf]") {
-  check_speed(ch05::transpose_swizzled, "transpose_swizzled", ch05::copy_tiles, "copy_tiles", kSwizzledOverCopyTiles,
-              "with 32-way conflicts on the column reads a tile transpose stays near 0.57 (step 3; ./lab hint 05)");
+  check_transpose_speed(
+      ch05::transpose_swizzled, "transpose_swizzled", ch05::copy_tiles, "copy_tiles", kSwizzledOverCopyTiles,
+      "with 32-way conflicts on the column reads a tile transpose stays near 0.57 (step 3; ./lab hint 05)");
 }
 
 TEST_CASE("step 3: transpose_swizzled_kernel has no shared-memory race (racecheck)", "[ch05][step3][mechanism]") {
@@ -388,8 +391,8 @@ TEST_CASE("step 4: transpose_wide_kernel's 16-byte shared accesses have no bank 
 }
 
 TEST_CASE("step 4: transpose_wide reaches kWideOverMemcpy of cudaMemcpy", "[ch05][step4][perf]") {
-  check_speed(ch05::transpose_wide, "transpose_wide", memcpy_d2d, "cudaMemcpy device to device", kWideOverMemcpy,
-              "16-byte accesses end to end, and no conflict (step 4; ./lab hint 05)");
+  check_transpose_speed(ch05::transpose_wide, "transpose_wide", memcpy_d2d, "cudaMemcpy device to device",
+                        kWideOverMemcpy, "16-byte accesses end to end, and no conflict (step 4; ./lab hint 05)");
 }
 
 TEST_CASE("step 4: transpose_wide_kernel has no shared-memory race (racecheck)", "[ch05][step4][mechanism]") {

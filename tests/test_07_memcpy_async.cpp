@@ -59,7 +59,7 @@ std::string sums_error(SumFn fn, std::size_t n, int blocks, int compute, int sta
 
 // Every checked case, at compute 0 and 3, at every stage count when `staged`. The advice
 // names the usual cause from which cases failed.
-void check_sums(SumFn fn, bool staged, const char* step) {
+void check_sums_on_every_case(SumFn fn, bool staged, const char* step) {
   const int max_stages = staged ? ch07::kMaxStages : 1;
   std::vector<bool> stage_failed(static_cast<std::size_t>(max_stages) + 1, false);
   for (const auto& k : ch07::checked_cases())
@@ -175,8 +175,8 @@ struct TimedArray {
 
 // A speed bar at 2 blocks per SM, no compute: fn at 3 stages reaches at least `bar` of
 // base's speed (at base_stages), or the message with both times and what to change.
-void check_speed(SumFn fn, const char* name, SumFn base, int base_stages, const char* base_name, double bar,
-                 const char* advice) {
+void check_sum_speed(SumFn fn, const char* name, SumFn base, int base_stages, const char* base_name, double bar,
+                     const char* advice) {
   CML_REQUIRE_ASYNC_COPIES();
   const TimedArray t(2);
   const Job a = t.job(3), b = t.job(base_stages);
@@ -208,7 +208,7 @@ CML_INTEGRITY_CASE(07, "07_memcpy_async")
 
 TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multiples of the tile", "[ch07][step1][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_sums(ch07::sum_cg, false, "step 1");
+  check_sums_on_every_case(ch07::sum_cg, false, "step 1");
 }
 
 TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][mechanism]") {
@@ -233,7 +233,7 @@ TEST_CASE("step 1: sum_cg_kernel reads no tile before its copy completed (racech
 
 TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not multiples of the tile", "[ch07][step2][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_sums(ch07::sum_barrier, false, "step 2");
+  check_sums_on_every_case(ch07::sum_barrier, false, "step 2");
 }
 
 TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][step2][mechanism]") {
@@ -262,7 +262,7 @@ TEST_CASE("step 2: sum_barrier_kernel reads no tile before its copy completed (r
 
 TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it", "[ch07][step3][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_sums(ch07::sum_pipeline, true, "step 3");
+  check_sums_on_every_case(ch07::sum_pipeline, true, "step 3");
   cml::test::check_stage_range(ch07::sum_pipeline, "sum_pipeline", ch07::make_job, "memcpy_async.cuh");
 }
 
@@ -284,21 +284,21 @@ TEST_CASE("step 3: sum_pipeline_kernel reads no stage before its copy completed 
 }
 
 TEST_CASE("step 3: 3 stages overlap copies with compute: kStagesOverOne of 1 stage", "[ch07][step3][perf]") {
-  check_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_pipeline, 1, "itself at 1 stage", kStagesOverOne,
+  check_sum_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_pipeline, 1, "itself at 1 stage", kStagesOverOne,
               "with 3 stages the copies of the next 2 tiles must be in flight while the block computes — fill "
               "stage k + stages - 1 before waiting for stage k, and wait for all but the newest stages - 1 (step 3; "
               "./lab hint 07)");
 }
 
 TEST_CASE("step 3: where occupancy is limited the pipeline beats register staging by kPipelineOverSync", "[ch07][step3][perf]") {
-  check_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_sync, 1, "sum_sync (register staging)",
+  check_sum_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_sync, 1, "sum_sync (register staging)",
               kPipelineOverSync,
               "few blocks per SM hide latency only with more bytes in flight per block, and a loop lean enough to "
               "issue them (no 64-bit k % stages per tile; a whole tile's copies unrolled) (step 3; ./lab hint 07)");
 }
 
 TEST_CASE("step 3: copy-bound, the pipeline reads at kPipelineOverReadOnly of a read-only kernel", "[ch07][step3][perf]") {
-  check_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_read_only, 1, "the read-only kernel",
+  check_sum_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_read_only, 1, "the read-only kernel",
               kPipelineOverReadOnly,
               "copies of the next tiles in flight while the block computes (step 3; ./lab hint 07)");
 }
@@ -336,7 +336,7 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
 
 TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n not a multiple of 4", "[ch07][step4][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_sums(ch07::sum_fast, true, "step 4");
+  check_sums_on_every_case(ch07::sum_fast, true, "step 4");
   cml::test::check_stage_range(ch07::sum_fast, "sum_fast", ch07::make_job, "memcpy_async.cuh");
 }
 
@@ -371,6 +371,6 @@ TEST_CASE("step 4: sum_fast_kernel reads no stage before its copy completed (rac
 }
 
 TEST_CASE("step 4: copy-bound, 16-byte copies beat step 3's 4-byte ones by kFastOverPipeline", "[ch07][step4][perf]") {
-  check_speed(ch07::sum_fast, "sum_fast", ch07::sum_pipeline, 3, "sum_pipeline's speed", kFastOverPipeline,
+  check_sum_speed(ch07::sum_fast, "sum_fast", ch07::sum_pipeline, 3, "sum_pipeline's speed", kFastOverPipeline,
               "one 16-byte copy per thread per tile instead of four 4-byte ones (step 4; ./lab hint 07)");
 }

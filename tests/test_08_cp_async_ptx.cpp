@@ -264,7 +264,7 @@ void check_cases(const std::vector<CaseT>& cases, Run&& run, Ragged&& ragged, co
       }
 }
 
-void check_sums(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
+void check_1d_sums(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
   check_cases(
       ch08::sum_cases(), [&](const ch08::Case& k, int compute, int stages) {
         return sums(fn, k.n, k.blocks, compute, stages);
@@ -281,7 +281,7 @@ Job plain_job(const Word* in, std::size_t n, Word* partial, int blocks, int comp
 // What the header promises of every 1D pipeline (steps 2-4): its sums and the stage counts
 // it refuses (and, in a [mechanism] case, check_sum_enqueues_only: one kernel on its stream).
 void check_pipeline(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
-  check_sums(fn, name, advice, step);
+  check_1d_sums(fn, name, advice, step);
   cml::test::check_stage_range(fn, name, plain_job, "cp_async_ptx.cuh");
 }
 
@@ -406,8 +406,8 @@ std::vector<cml::Stats> time_all(const std::vector<Timed>& fns, int per_sm) {
 
 // A step's speed bar, at 3 stages, `per_sm` blocks per SM and no compute: `fn` (named
 // `name`) reaches `bar` of `base`'s speed; `then` follows the bar in the message.
-void check_speed(const char* name, const Timed& fn, const char* base_name, const Timed& base, int per_sm, double bar,
-                 const std::string& then, const char* step) {
+void check_pipeline_speed(const char* name, const Timed& fn, const char* base_name, const Timed& base, int per_sm,
+                          double bar, const std::string& then, const char* step) {
   const auto st = time_all({base, fn}, per_sm);
   cml::test::check_bar(st[0], st[1], bar,
                        std::string(name) + " at 3 stages, " + std::to_string(per_sm) + " blocks per SM, no compute",
@@ -661,11 +661,12 @@ TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copi
 
 TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 stage", "[ch08][step2][perf]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_speed("sum_pipeline", timed_1d(ch08::sum_pipeline, 3), "itself at 1 stage", timed_1d(ch08::sum_pipeline, 1), 2,
-              kStagesOverOne,
-              ": with 3 stages the next 2 tiles' copies are in flight while the block computes — commit them before "
-              "waiting, and wait for all but the newest 2 groups",
-              "step 2");
+  check_pipeline_speed(
+      "sum_pipeline", timed_1d(ch08::sum_pipeline, 3), "itself at 1 stage", timed_1d(ch08::sum_pipeline, 1), 2,
+      kStagesOverOne,
+      ": with 3 stages the next 2 tiles' copies are in flight while the block computes — commit them before "
+      "waiting, and wait for all but the newest 2 groups",
+      "step 2");
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
@@ -717,8 +718,9 @@ TEST_CASE("step 3: sum_fast_kernel reads no stage before its copies landed (race
 
 TEST_CASE("step 3: copy-bound, 16-byte copies beat step 2's 4-byte ones by kFastOverPipeline", "[ch08][step3][perf]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_speed("sum_fast", timed_1d(ch08::sum_fast, 3), "sum_pipeline's speed", timed_1d(ch08::sum_pipeline, 3), 4,
-              kFastOverPipeline, ": one 16-byte copy per thread per tile instead of four 4-byte ones", "step 3");
+  check_pipeline_speed("sum_fast", timed_1d(ch08::sum_fast, 3), "sum_pipeline's speed", timed_1d(ch08::sum_pipeline, 3),
+                       4, kFastOverPipeline, ": one 16-byte copy per thread per tile instead of four 4-byte ones",
+                       "step 3");
 }
 
 // ---- Step 4 -----------------------------------------------------------------------------
@@ -766,8 +768,9 @@ TEST_CASE("step 4: sum_bulk_kernel reads no stage before its phase completed (ra
 
 TEST_CASE("step 4: 3 stages of bulk copies overlap: kBulkStagesOverOne of 1 stage", "[ch08][step4][perf]") {
   CML_REQUIRE_HOPPER_COPIES();
-  check_speed("sum_bulk", timed_1d(ch08::sum_bulk, 3), "itself at 1 stage", timed_1d(ch08::sum_bulk, 1), 2,
-              kBulkStagesOverOne, ": thread 0 starts tile k + stages - 1 before the block waits for tile k", "step 4");
+  check_pipeline_speed("sum_bulk", timed_1d(ch08::sum_bulk, 3), "itself at 1 stage", timed_1d(ch08::sum_bulk, 1), 2,
+                       kBulkStagesOverOne, ": thread 0 starts tile k + stages - 1 before the block waits for tile k",
+                       "step 4");
 }
 
 // ---- Step 5 -----------------------------------------------------------------------------
@@ -817,7 +820,7 @@ TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (rac
 
 TEST_CASE("step 5: 3 stages of TMA loads overlap: kTmaStagesOverOne of 1 stage", "[ch08][step5][perf]") {
   CML_REQUIRE_HOPPER_COPIES();
-  check_speed("sum_tma", timed_tma(3), "itself at 1 stage", timed_tma(1), 2, kTmaStagesOverOne, "", "step 5");
+  check_pipeline_speed("sum_tma", timed_tma(3), "itself at 1 stage", timed_tma(1), 2, kTmaStagesOverOne, "", "step 5");
 }
 
 // ---- Provided -----------------------------------------------------------------------------
