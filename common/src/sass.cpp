@@ -115,6 +115,10 @@ std::string self_executable() {
 std::optional<std::string> find_cuobjdump() {
   namespace fs = std::filesystem;
   std::vector<std::string> dirs = tools::search_dirs();
+  // CML_CUOBJDUMP names one explicitly (its folder must hold nvdisasm too): it goes before
+  // PATH, where ./lab puts nvcc's folder first.
+  if (const char* chosen = std::getenv("CML_CUOBJDUMP"); chosen != nullptr && *chosen != '\0')
+    dirs.insert(dirs.begin(), fs::path(chosen).parent_path().string());
   // The pip packages, in the .venv ./lab makes at the repository's root: walk up from the
   // running executable (build/... inside the repository).
   for (fs::path p = fs::path(self_executable()).parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {

@@ -209,7 +209,9 @@ class LabOnRealBuilds(unittest.TestCase):
             (wrappers / "nvdisasm").symlink_to(real / "nvdisasm")
         for cache in (self.root / "build").glob("**/*.sass"):
             cache.unlink()
-        env = dict(self.env, PATH=f"{wrappers}{os.pathsep}{self.env.get('PATH', '')}")
+        # ./lab puts nvcc's folder first on its children's PATH, and a toolkit's bin/ has a
+        # cuobjdump of its own: the wrapper is named explicitly.
+        env = dict(self.env, CML_CUOBJDUMP=str(wrappers / "cuobjdump"))
         r = self.lab("check", "08", env=env)
         self.assertIn(r.returncode, (1, 77), r.stdout + r.stderr)
         self.assertIn("SASS", r.stdout)
