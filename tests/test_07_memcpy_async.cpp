@@ -358,6 +358,13 @@ TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS
   CHECK(wide + bulk > 0);
 }
 
+TEST_CASE("step 4: sum_fast_kernel keeps a block barrier after the wait and one before the refill (SASS)",
+          "[ch07][step4][mechanism]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  CML_KERNEL_SASS(f, "sum_fast_kernel");
+  cml::test::check_tile_loop_barriers(*f, "sum_fast_kernel", "step 4; ./lab hint 07");
+}
+
 TEST_CASE("step 4: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch07][step4][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("memcheck", "memcheck:sum_fast_kernel",
@@ -367,7 +374,9 @@ TEST_CASE("step 4: sum_fast_kernel reads nothing past the end of the array (memc
 }
 
 TEST_CASE("step 4: sum_fast_kernel reads no stage before its copy completed (racecheck)", "[ch07][step4][mechanism]") {
-  check_no_race("sum_fast_kernel", "step 4", "the same order as step 3: commit, wait, barrier, compute, barrier");
+  check_no_race("sum_fast_kernel", "step 4",
+                "the same order as step 3: commit, wait, barrier, compute, barrier — thread t copies its own 16 "
+                "bytes but computes on the piece thread t + 128 copied");
 }
 
 TEST_CASE("step 4: copy-bound, 16-byte copies beat step 3's 4-byte ones by kFastOverPipeline", "[ch07][step4][perf]") {

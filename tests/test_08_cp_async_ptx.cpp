@@ -701,6 +701,13 @@ TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only,
   CHECK(zfill > 0);
 }
 
+TEST_CASE("step 3: sum_fast_kernel<3> keeps a block barrier after the wait and one before the refill (SASS)",
+          "[ch08][step3][mechanism]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  CML_KERNEL_SASS(f, "ch08::sum_fast_kernel<3>");
+  cml::test::check_tile_loop_barriers(*f, "ch08::sum_fast_kernel<3>", "step 3; ./lab hint 08");
+}
+
 TEST_CASE("step 3: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch08][step3][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("memcheck", "memcheck:fast",
@@ -713,7 +720,8 @@ TEST_CASE("step 3: sum_fast_kernel reads no stage before its copies landed (race
   CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("racecheck", "racecheck:fast",
                       "hazards in sum_fast_kernel: "
-                      "the same order as step 2: commit, wait, barrier, compute, barrier (step 3; ./lab hint 08)");
+                      "the same order as step 2: commit, wait, barrier, compute, barrier — thread t copies its own 16 "
+                      "bytes but computes on the piece thread t + 128 copied (step 3; ./lab hint 08)");
 }
 
 TEST_CASE("step 3: copy-bound, 16-byte copies beat step 2's 4-byte ones by kFastOverPipeline", "[ch08][step3][perf]") {

@@ -238,6 +238,7 @@ __device__ __forceinline__ void tensor_load_2d(void* dst, const CUtensorMap* map
 // ==== Tile helpers ============================================================================
 
 // The tiled sum's device helpers (cml/tile_sum.cuh), chapter 07's too.
+using cml::tile_sum::compute_piece_of;
 using cml::tile_sum::compute_tile;
 using cml::tile_sum::finish_block;
 using cml::tile_sum::sum_through_registers;
@@ -279,12 +280,14 @@ __host__ __device__ inline BoxSpan box_span(const Matrix& m, std::size_t t) {
   return {static_cast<int>(x), static_cast<int>(y), static_cast<int>(rows), static_cast<int>(cols)};
 }
 
-// Thread t computes on words 4t .. 4t + 3 of a box in shared memory, laid out row after
-// row (kBoxRows rows of kBoxCols words): row t / 64, columns 4 (t % 64) .. + 3. Only words
-// inside the matrix count; the whole box must have landed before any thread calls it.
+// Thread t computes on the box's 16-byte piece p = compute_piece_of(t) (half a block away,
+// as compute_tile), the box laid out row after row (kBoxRows rows of kBoxCols words): row
+// p / 64, columns 4 (p % 64) .. + 3. Only words inside the matrix count; the whole box must
+// have landed before any thread calls it.
 __device__ __forceinline__ Word compute_box(const Word* box, const BoxSpan& b, int compute, Word acc) {
   constexpr int kThreadsPerRow = kBoxCols / 4;
-  const int row = static_cast<int>(threadIdx.x) / kThreadsPerRow, col = 4 * (static_cast<int>(threadIdx.x) % kThreadsPerRow);
+  const int piece = compute_piece_of(static_cast<int>(threadIdx.x));
+  const int row = piece / kThreadsPerRow, col = 4 * (piece % kThreadsPerRow);
   if (row >= b.rows) return acc;
   const uint4 v = *reinterpret_cast<const uint4*>(box + row * kBoxCols + col);  // LDS.128
   const Word w[4] = {v.x, v.y, v.z, v.w};

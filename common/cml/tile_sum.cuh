@@ -170,11 +170,19 @@ namespace cml::tile_sum {
 
 // ---- What every kernel shares that is not the lesson (device) ---------------------------
 
-// Thread t computes on words 4t .. 4t + 3 of the tile: words that other threads (or the
-// copy engine) put there, so the whole tile must have arrived before any thread calls
-// this. `count` words of the tile are valid (kTileWords, or fewer in the last tile).
+// The words thread t computes on: the 16-byte piece of words 4u .. 4u + 3 with
+// u = (t + kThreads / 2) % kThreads, half a block away. Whoever copies a tile (a 4-byte
+// copy of words t, t + 256, ..., a 16-byte copy of words 4t .. 4t + 3, a bulk copy, a TMA
+// box), thread t computes on words another thread (in another warp) or the copy engine put
+// there: as in a transpose, a stencil or a matrix tile, the consumer of a word is not its
+// copier. So the whole tile must have arrived for every thread (a wait AND a block barrier)
+// before any thread calls this, and every thread must be done before the tile is refilled.
+__device__ __forceinline__ int compute_piece_of(int thread) { return (thread + kThreads / 2) % kThreads; }
+
+// Adds work(w, compute) over this thread's piece of the tile to acc. `count` words of the
+// tile are valid (kTileWords, or fewer in the last tile).
 __device__ __forceinline__ Word compute_tile(const Word* tile, int count, int compute, Word acc) {
-  const int first = 4 * static_cast<int>(threadIdx.x);
+  const int first = 4 * compute_piece_of(static_cast<int>(threadIdx.x));
   if (first + 4 <= count) {
     const uint4 v = *reinterpret_cast<const uint4*>(tile + first);  // LDS.128: tiles are 16-byte aligned
     // Copy-bound (compute 0): no work loops at all. Their tests cost little, but in a loop

@@ -2,6 +2,7 @@
 // (cml/tile_sum.cuh), whatever the chapter's job type: it only enqueues its one kernel on
 // the stream it is given, also for an empty array, and it refuses stage counts outside
 // 1..kMaxStages. `make_job(in, n, partial, blocks, compute, stages)` is the chapter's.
+// And what both check of a pipelined kernel's SASS: the tile loop's two block barriers.
 #pragma once
 
 #include "catch.hpp"
@@ -9,6 +10,7 @@
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
+#include "cml/sass.hpp"
 #include "cml/tile_sum.cuh"
 
 #include <cuda_runtime_api.h>
@@ -42,6 +44,19 @@ void check_stage_range(void (*fn)(const JobT&, cudaStream_t), const std::string&
     CHECK_THROWS_AS(fn(job, nullptr), std::invalid_argument);
   }
   CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// compute_tile has thread t compute on the piece thread t + 128 copied, so a pipelined
+// kernel's tile loop needs two block barriers: after the wait (the other threads' copies,
+// not only one's own) and after the compute (no thread refills a stage another still
+// reads). finish_block adds two more: fewer than four BAR.SYNC means the loop lost one.
+inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::string& kernel,
+                                     const std::string& where) {
+  const std::size_t bars = cml::sass::count(f, "BAR.SYNC");
+  INFO(kernel << " has " << bars << " block barriers (BAR.SYNC), finish_block's 2 among them; the tile loop needs 2 "
+       "more even with 16-byte copies of one's own piece: thread t computes on the piece thread t + 128 copied, so "
+       "wait, barrier, compute, barrier (" << where << ")");
+  CHECK(bars >= 4);
 }
 
 }  // namespace cml::test

@@ -59,6 +59,18 @@ MUTANTS = [
            [("cuda::memcpy_async(dst + first, src + first, cuda::aligned_size_t<16>(16), pipe);",
              "cuda::memcpy_async(dst + first, src + first, 4 * sizeof(Word), pipe);")],
            "[step4][mechanism]", "cuda::aligned_size_t<16>"),
+    # Step 4. "Each thread copies its own 16 bytes, so its wait is enough": the fast path
+    # drops the barrier after the wait. compute_tile reads the piece thread t + 128 copied.
+    Mutant("no block barrier after the wait on the 16-byte path (another thread's piece read unwaited)",
+           [("    __syncthreads();       // ...and every other thread's too\n",
+             "    if constexpr (!Fast) __syncthreads();\n")],
+           "[step4][mechanism]", "racecheck found hazards in sum_fast_kernel"),
+    # Step 4. The same belief for the refill: a thread refills its own piece of a stage while
+    # thread t - 128 may still be computing on it.
+    Mutant("no block barrier before the refill on the 16-byte path (a piece overwritten while read)",
+           [("    __syncthreads();       // every thread is done with this buffer before it is refilled\n",
+             "    if constexpr (!Fast) __syncthreads();\n")],
+           "[step4][mechanism]", "racecheck found hazards in sum_fast_kernel"),
     # Step 4. A misaligned size on the fast path, rounded up: the array's last partial
     # 16-byte piece is copied whole, reading past in[n - 1] (the sums stay right).
     Mutant("the last partial piece copied as 16 bytes (reads past the end)",

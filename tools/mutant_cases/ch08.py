@@ -88,6 +88,17 @@ MUTANTS = [
     Mutant("a stage index that wraps wrongly ((slot + 1) & (Stages - 1))",
            [("{ return slot + 1 == Stages ? 0 : slot + 1; }", "{ return (slot + 1) & (Stages - 1); }")],
            "[step2][correctness]", "the stage index wraps wrongly"),
+    # Step 3. "Each thread copies its own 16 bytes, so its wait_group is enough": the fast
+    # path drops the barrier after the wait. compute_tile reads the piece thread t + 128 copied.
+    Mutant("no block barrier after the wait on the 16-byte path (another thread's piece read unwaited)",
+           [("    __syncthreads();              // ...and every other thread's\n",
+             "    if constexpr (!Fast) __syncthreads();\n")],
+           "[step3][mechanism]", "racecheck found hazards in sum_fast_kernel"),
+    # Step 3. The same belief for the refill: a stage refilled while another thread reads it.
+    Mutant("no block barrier before the refill on the 16-byte path (a piece overwritten while read)",
+           [("    __syncthreads();  // every thread is done with the stage before it is refilled\n",
+             "    if constexpr (!Fast) __syncthreads();\n")],
+           "[step3][mechanism]", "racecheck found hazards in sum_fast_kernel"),
     # Step 3. Chapter 07's way: whole pieces 16 bytes, the tail word by word (LDGSTS.E).
     Mutant("the tail by a branch to 4-byte copies (two kinds of copy)",
            [("    cp_async<16, Cache::cg>(dst + first, src + (bytes > 0 ? first : 0), bytes);\n",
