@@ -210,11 +210,12 @@ constexpr double kTiledOverCopyTiles = 0.35;
 // on the H200) and the slowest correct tile.
 constexpr double kPaddedOverCopyTiles = 0.85;
 constexpr double kSwizzledOverCopyTiles = 0.85;
-// Step 4: set mid-gap with the starter's row order of blocks. In the solution's column
-// order two mistakes (the float4 tile unswizzled, step 2's scalar tile called instead)
-// reach it on the H200, and a float4 tile padded by one float4 runs faster than the
-// solution: there the SASS test (16-byte accesses) and the ncu test (no conflict) name
-// them, not this one.
+// Step 4: a bar for slow kernels only (step 1's 32-way conflicting tile runs at 0.43-0.44 of
+// cudaMemcpy on the H200). It cannot separate the layouts the step teaches against: on the
+// H200 the float4 tile padded by one float4 (4-way) runs faster than the solution, and the
+// unswizzled float4 tile and step 2's scalar tile reach the bar. The ncu test ("no bank
+// conflict") catches both float4 layouts, the SASS test (every access 16 bytes) the scalar
+// tile (docs/05_shared_memory.md, "Step 4: issue cost against wavefront cost").
 constexpr double kWideOverMemcpy = 0.88;
 
 void memcpy_d2d(const float* in, float* out, int rows, int cols, cudaStream_t s) {
