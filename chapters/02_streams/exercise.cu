@@ -49,12 +49,12 @@ void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams,
   if (p.after_chunk) p.after_chunk(0, s);
 }
 
-// TODO(3): from what the program measured (`m`: each phase alone, both copies at once, the
-// copy engines), choose the streams, chunk count and issue order that bring the staged time
-// closest to the bound. The tests try a copy-bound, a kernel-bound and a small workload:
-// a plan that is best for one of them only will fail another. Say in a comment what you
-// measured (./lab run 02 -- --mode=plan tries many plans; --size and --cycles change the
-// workload).
+// TODO(3): from what the program measured (`m`: each phase alone, both copies at once, what
+// one chunk costs whatever its size, the copy engines), choose the streams, chunk count and
+// issue order that bring the staged time closest to the bound. The tests try a copy-bound,
+// a kernel-bound and a small workload: a plan that is best for one of them only will fail
+// another. Say in a comment what you measured (./lab run 02 -- --mode=plan tries many
+// plans; --size and --cycles change the workload).
 Plan choose_plan([[maybe_unused]] std::size_t n, [[maybe_unused]] const Measured& m) {
   return Plan{1, 1, IssueOrder::Breadth};
 }

@@ -47,12 +47,30 @@ int balanced_cycles(const Problem& p, const Phases& copies, cml::TimingOptions t
   return std::clamp(static_cast<int>(c / 64.0 + 0.5) * 64, 0, 1 << 20);
 }
 
-Measured measured(const Phases& copies, double kernel_ms, int copy_engines) {
+double measure_chunk_cost(const Problem& p, cml::TimingOptions timing) {
+  constexpr std::size_t kChunks = 64;
+  cml::Stream streams[3];
+  const auto st = cml::time_work(
+      [&](cudaStream_t) {
+        for (std::size_t c = 0; c < kChunks; ++c) {
+          const std::size_t i = c % p.n;  // an int of its own per chunk where n allows
+          const cudaStream_t s = streams[c % 3];
+          CUDA_CHECK(cudaMemcpyAsync(p.device_in + i, p.host_in + i, sizeof(int), cudaMemcpyHostToDevice, s));
+          launch_add(p.device_in + i, p.device_out + i, 1, 0, p.add_value, s);
+          CUDA_CHECK(cudaMemcpyAsync(p.host_out + i, p.device_out + i, sizeof(int), cudaMemcpyDeviceToHost, s));
+        }
+      },
+      streams[0], timing, cml::Clock::Host);
+  return st.median_ms / static_cast<double>(kChunks);
+}
+
+Measured measured(const Phases& copies, double kernel_ms, double chunk_ms, int copy_engines) {
   Measured m;
   m.h2d_ms = copies.h2d;
   m.kernel_ms = kernel_ms;
   m.d2h_ms = copies.d2h;
   m.both_ms = copies.both;
+  m.chunk_ms = chunk_ms;
   m.copy_engines = copy_engines;
   return m;
 }

@@ -1,7 +1,8 @@
 // Chapter 02 — what the program (main.cu) and the tests share: owners of what the learner's
 // functions create, released by the learner's own release functions; the workload built over
 // them; the check of a pipeline's result; the copy and kernel times that place the balanced
-// cycles; and the CUPTI trace of how much of a pipeline overlapped.
+// cycles, and the fixed cost of a chunk; and the CUPTI trace of how much of a pipeline
+// overlapped.
 #pragma once
 
 #include "streams.cuh"
@@ -83,9 +84,15 @@ double measure_kernel(const Problem& p, int cycles, cml::TimingOptions timing, c
 // measurements place it; rounded to a multiple of 64, so repeated runs agree.
 int balanced_cycles(const Problem& p, const Phases& copies, cml::TimingOptions timing, cudaStream_t stream);
 
-// What choose_plan is given: the copies' phases and the kernel at p.cycles, with the GPU's
-// copy engines.
-Measured measured(const Phases& copies, double kernel_ms, int copy_engines);
+// What one chunk costs whatever its size: the median time of a pipeline of chunks of one int
+// each (copy in, AddKernel at 0 cycles, copy out; depth-first over three streams, so
+// consecutive chunks overlap as in a staged run), per chunk. Almost all of it is the calls,
+// the launch and each copy's set-up: the fixed cost that more chunks multiply.
+double measure_chunk_cost(const Problem& p, cml::TimingOptions timing);
+
+// What choose_plan is given: the copies' phases, the kernel at p.cycles and one chunk's
+// fixed cost, with the GPU's copy engines.
+Measured measured(const Phases& copies, double kernel_ms, double chunk_ms, int copy_engines);
 
 // ---- What the trace saw -----------------------------------------------------------------
 

@@ -61,8 +61,8 @@ ch02::Plan effective_plan(const Settings& s, const ch02::Measured& m) {
 }
 
 // What every mode works on: the workload in the learner's buffers, the copy phases, the
-// cycles (given, or where the kernel takes as long as a copy), and the plan chosen from
-// those measurements with its streams.
+// cycles (given, or where the kernel takes as long as a copy), one chunk's fixed cost, and
+// the plan chosen from those measurements with its streams.
 struct Context {
   Context(const Settings& settings, cml::Run opened)
       : s(settings), run(std::move(opened)), work(s.n(), 5, 0),
@@ -71,8 +71,10 @@ struct Context {
 
   ch02::Plan choose() {
     work.problem.cycles = s.cycles >= 0 ? s.cycles : ch02::balanced_cycles(work.problem, copies, run.timing, stream);
-    kernel_ms = ch02::measure_kernel(work.problem, work.problem.cycles, run.timing, stream);
-    return effective_plan(s, ch02::measured(copies, kernel_ms, run.facts.async_engine_count));
+    const double kernel_ms = ch02::measure_kernel(work.problem, work.problem.cycles, run.timing, stream);
+    measured = ch02::measured(copies, kernel_ms, ch02::measure_chunk_cost(work.problem, run.timing),
+                              run.facts.async_engine_count);
+    return effective_plan(s, measured);
   }
 
   Settings s;
@@ -80,7 +82,7 @@ struct Context {
   cml::Stream stream;
   ch02::Workload work;
   ch02::Phases copies;
-  double kernel_ms = 0;
+  ch02::Measured measured;
   ch02::Plan plan;
   ch02::Streams streams;
 };
@@ -282,6 +284,8 @@ int run(int argc, char** argv) {
   std::printf("%s of ints: copy in %.3f ms (%.1f GB/s), copy out %.3f ms (%.1f GB/s), both at once %.3f ms (%.1f GB/s together)\n",
               cml::format_bytes(bytes).c_str(), ph.h2d, cml::gbps(bytes, ph.h2d), ph.d2h, cml::gbps(bytes, ph.d2h),
               ph.both, cml::gbps(2 * bytes, ph.both));
+  std::printf("one chunk's fixed cost (calls, launch, copy set-ups; a chunk of one int): %.1f us\n",
+              1000 * c.measured.chunk_ms);
   std::printf("plan: %d streams, %zu chunks, %s-first%s\n", c.plan.streams, c.plan.chunks, order_name(c.plan.order),
               s.streams || s.chunks || s.issue != "plan" ? " (from the command line)" : " (your choose_plan)");
 

@@ -57,12 +57,15 @@ struct Plan {
   std::size_t chunks = 1;
   IssueOrder order = IssueOrder::Breadth;
 };
-// What the program measured over all n ints before it asks for a plan (medians, ms).
+// What the program measured before it asks for a plan (medians, ms): the phases over all n
+// ints, and what one chunk costs whatever its size.
 struct Measured {
   double h2d_ms = 0;     // copy in alone
   double kernel_ms = 0;  // AddKernel alone, at the run's cycles
   double d2h_ms = 0;     // copy out alone
   double both_ms = 0;    // copy in and copy out at once on two streams (they share the link)
+  double chunk_ms = 0;   // one chunk of one int (copy in, AddKernel, copy out), in a pipeline of many:
+                         // the calls, launches and copy set-ups that every chunk adds, whatever its size
   int copy_engines = 0;  // asyncEngineCount: 1 cannot copy both ways at once
 };
 // Your choice of streams, chunks and order for n ints whose phases took `m`: the plan that

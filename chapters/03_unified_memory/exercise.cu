@@ -21,6 +21,13 @@ void prefetch_to_gpu([[maybe_unused]] const Lane& lane) {}
 
 void prefetch_to_cpu([[maybe_unused]] const Lane& lane) {}
 
+// TODO(4): the shared table (table_n words, read by every lane's kernels and by the host,
+// written by none) should be advised for what it is, all of it. The table's owner calls
+// this once, where the table is made, before any lane starts. Where the device lacks
+// concurrentManagedAccess, skip it.
+void advise_table([[maybe_unused]] const unsigned* table, [[maybe_unused]] std::size_t table_n,
+                  [[maybe_unused]] int device) {}
+
 // One lane's life: `rounds` rounds, each the GPU's step (launch_gpu_step(lane, r)) then the
 // host's step (host_step(lane, r)), on this thread. The provided functions are in
 // unified_memory.cuh.
@@ -34,9 +41,8 @@ void prefetch_to_cpu([[maybe_unused]] const Lane& lane) {}
 // through `signal` (RoundSignal in unified_memory.cuh), and wait with signal.wait_for(r):
 // no blocking CUDA call of any kind, no polling, no sleeping.
 // TODO(4): no page may move on demand: lane.data should be where each step runs before
-// it runs, and the shared table (read by every kernel and the host, written by none)
-// should be advised for what it is. Where the device lacks concurrentManagedAccess, skip
-// both, and the rounds must still be right.
+// it runs. Where the device lacks concurrentManagedAccess, skip the moves, and the rounds
+// must still be right. (The shared table is its owner's to advise, in advise_table.)
 void run_lane([[maybe_unused]] const Lane& lane, [[maybe_unused]] int rounds, [[maybe_unused]] RoundSignal& signal) {}
 
 }  // namespace ch03

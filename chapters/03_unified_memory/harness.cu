@@ -37,14 +37,6 @@ LaneOwner::LaneOwner(std::size_t n, const cml::ManagedBuffer<unsigned>& table, i
   lane = Lane{data.data(), n, table.data(), table.size(), stream.get(), device, &progress};
 }
 
-void read_mostly_table(const Lane& lane) {
-  int concurrent = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, lane.device));
-  if (concurrent == 0) return;
-  CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly,
-                           device_location(lane.device)));
-}
-
 std::vector<unsigned> LaneOwner::after_rounds(int rounds) const {
   std::vector<unsigned> want = initial;
   reference_rounds(want.data(), want.size(), lane.table, lane.table_n, rounds);

@@ -19,7 +19,8 @@
 
 namespace ch03 {
 
-// A managed table of n pseudo-random words, the same for the same seed.
+// A managed table of n pseudo-random words, the same for the same seed, written on the CPU.
+// Its owner advises it (advise_table, the learner's) before any lane uses it.
 cml::ManagedBuffer<unsigned> random_table(std::size_t n, unsigned seed);
 
 // One lane and what it owns: a managed buffer first touched on the CPU (so its pages start
@@ -38,9 +39,6 @@ struct LaneOwner {
   Progress progress;
   Lane lane;
 };
-
-// The table advised read-mostly, as run_lane's step 4 does: for the program's own runs.
-void read_mostly_table(const Lane& lane);
 
 // ---- Where pages go ------------------------------------------------------------------------
 

@@ -106,7 +106,6 @@ bool run_strategies(Context& c) {
   std::printf("\n== To the GPU: %s first touched on the CPU, then one kernel over it ==\n", format_bytes(s.bytes).c_str());
   LaneOwner owner(s.bytes / sizeof(unsigned), c.table, c.device(), 7);
   const ch03::Lane& lane = owner.lane;
-  ch03::read_mostly_table(lane);
   const ch03::PinnedCopy copy(owner);
   ch03::Lane device_lane = lane;
   device_lane.data = copy.device.data();
@@ -286,7 +285,9 @@ int run(int argc, char** argv) {
     return cml::Footprint{managed + (s.mode == "threads" ? 0 : s.bytes), "--size (managed + device buffers)"};
   });
   explain(run.facts);
+  // The table's owner advises it once, before any lane starts (step 4).
   const cml::ManagedBuffer<unsigned> table = ch03::random_table(s.table_n, 1);
+  ch03::advise_table(table.data(), table.size(), run.facts.index);
   Context context{s, run, table};
   return cml::finish(cml::run_modes(kModes, s.mode, context));
 }

@@ -77,15 +77,22 @@ void reference_rounds(unsigned* data, std::size_t n, const unsigned* table, std:
 //    lane.stream, which signals `signal` once per round, in order; the thread then waits
 //    with signal.wait_for(round): it makes no blocking CUDA call (no synchronise, no polling
 //    query), does not spin and does not sleep (step 3);
-//  - moves lane.data to the GPU ahead of each kernel and back ahead of each host step, and
-//    advises the shared table (all of it) for what it is: read by all, written by none.
-//    Where the device lacks concurrentManagedAccess, prefetch and advice to it are not
-//    possible: run_lane must then still work (step 4).
+//  - moves lane.data to the GPU ahead of each kernel and back ahead of each host step.
+//    Where the device lacks concurrentManagedAccess, prefetch to it is not possible:
+//    run_lane must then still work (step 4). The shared table is not the lane's to advise:
+//    its owner did that once, with advise_table, before any lane started.
 void run_lane(const Lane& lane, int rounds, RoundSignal& signal);
 
 // Step 4. Enqueue on lane.stream the move of all of lane.data to lane's GPU (to_gpu) or to
 // the host (to_cpu). Only enqueue: neither blocks the host. Need concurrentManagedAccess.
 void prefetch_to_gpu(const Lane& lane);
 void prefetch_to_cpu(const Lane& lane);
+
+// Step 4. Advise the table (table_n words of managed memory, read by every lane's kernels
+// and by the host, written by none) for what it is, all of it. Called once, by the table's
+// owner, where the table is created and before any lane starts (the program and the tests
+// do), on the owner's thread. Advice to `device` needs concurrentManagedAccess: without it,
+// do nothing.
+void advise_table(const unsigned* table, std::size_t table_n, int device);
 
 }  // namespace ch03

@@ -116,29 +116,28 @@ void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std:
 
 // Step 3. The staged time of C equal chunks fits T(C) = B + (S - B) / C + C * o, with S the
 // sequential time, B the bound (the longest of the kernel and both copies at once) and o
-// a fixed cost per chunk (the gaps between a chunk's operations on the engines), about
-// 6 us on the H200: the first chunk's copy in and the last one's copy out overlap nothing,
-// and every chunk adds a fixed cost. The plans it was fitted to, measured with
-// ./lab run 02 -- --mode=plan: docs/02_streams.md, "How many streams, how many chunks,
-// which order". Half-size edge chunks (run_staged) halve the first term:
-// T(C) = B + (S - B) / (2 (C - 1)) + C * o.
+// the fixed cost of one chunk: the first chunk's copy in and the last one's copy out overlap
+// nothing, and every chunk adds its calls, launch and copy set-ups. S and B come from the
+// phases in `m`, o from m.chunk_ms (a chunk of one int, timed in a pipeline of many), so
+// the same rule serves a GPU or a problem size it was never tried on. Half-size edge chunks
+// (run_staged) halve the first term: T(C) = B + (S - B) / (2 (C - 1)) + C * o.
 // The plan takes the C that minimises it, and one chunk when no C beats sequential (a
 // small problem: its phases are shorter than the chunks' fixed cost). Three stages need
 // three chunks in flight, so at least three streams (with two, chunk c + 2 waits in its
-// stream for chunk c's copy out); 8 were as good as 32, and depth-first has no trap.
+// stream for chunk c's copy out); 8 were as good as 32, and depth-first has no trap
+// (docs/02_streams.md, "How many streams, how many chunks, which order").
 Plan choose_plan(std::size_t n, const Measured& m) {
   if (m.copy_engines < 1 || n < 2) return Plan{1, 1, IssueOrder::Depth};  // nothing can overlap
   const double sequential = m.h2d_ms + m.kernel_ms + m.d2h_ms;
   // With one copy engine the two directions take turns: they cannot overlap each other.
   const double copies = m.copy_engines >= 2 ? m.both_ms : m.h2d_ms + m.d2h_ms;
   const double bound = std::max(m.kernel_ms, copies);
-  const double per_chunk_ms = 0.006;
   std::size_t best_chunks = 1;
   double best = sequential;
   const std::size_t most = std::min<std::size_t>(n, 1024);
   for (std::size_t c = 2; c <= most; ++c) {
     const double fill = c < 3 ? (sequential - bound) / 2 : (sequential - bound) / (2.0 * static_cast<double>(c - 1));
-    const double t = bound + fill + static_cast<double>(c) * per_chunk_ms;
+    const double t = bound + fill + static_cast<double>(c) * m.chunk_ms;
     if (t < best) {
       best = t;
       best_chunks = c;

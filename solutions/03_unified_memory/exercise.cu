@@ -37,6 +37,20 @@ void prefetch_to_cpu(const Lane& lane) {
   CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));
 }
 
+// Step 4. The table is read by every kernel and by the host and never written: read-mostly
+// lets the driver keep a copy on each side instead of moving it back and forth. Advice is a
+// property of the memory, so it is set once, by the memory's owner, where the table is
+// made: a lane only uses the table, and each lane advising it would repeat the same call
+// once per thread for memory it does not own. (Advice on the data, which both sides write,
+// would be wrong: a write to a read-mostly page invalidates every other copy.) Advice to a
+// device needs concurrentManagedAccess.
+void advise_table(const unsigned* table, std::size_t table_n, int device) {
+  int concurrent = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, device));
+  if (concurrent)
+    CUDA_CHECK(cudaMemAdvise(table, table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly, on_device(device)));
+}
+
 void run_lane(const Lane& lane, int rounds, RoundSignal& signal) {
   // Step 2. cudaMemAttachSingle: only kernels on lane.stream use this buffer. Where
   // concurrentManagedAccess is 0, the host may then touch it while other streams' kernels
@@ -48,19 +62,13 @@ void run_lane(const Lane& lane, int rounds, RoundSignal& signal) {
   // allocated global.)
   CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));
 
-  // Step 4. Prefetch and advice to a device need concurrentManagedAccess. Without it the
-  // host may not touch managed memory a running kernel may use; once the host has
-  // synchronised, pages come back on demand, as the CPU touches them (CUDA C++ Programming
-  // Guide, unified memory on devices without concurrent managed access).
+  // Step 4. A prefetch to a device needs concurrentManagedAccess. Without it the host may
+  // not touch managed memory a running kernel may use; once the host has synchronised,
+  // pages come back on demand, as the CPU touches them (CUDA C++ Programming Guide, unified
+  // memory on devices without concurrent managed access). The shared table is advised by
+  // its owner, before the lanes start (advise_table): not here.
   int concurrent = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, lane.device));
-  // The table is read by every kernel and by the host and never written: read-mostly lets
-  // the driver keep a copy on each side instead of moving it back and forth. (Advice on the
-  // data, which both sides write, would be wrong: a write to a read-mostly page invalidates
-  // every other copy.)
-  if (concurrent)
-    CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly,
-                             on_device(lane.device)));
 
   for (int r = 0; r < rounds; ++r) {
     if (concurrent) prefetch_to_gpu(lane);

@@ -88,6 +88,10 @@ MUTANTS = [
     Mutant("one constant plan (8 x 32 depth-first)",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, 32, IssueOrder::Depth};")],
      "[step3][perf]", "Every chunk costs"),
+    # The model without the chunk's fixed cost: more chunks always look better, up to 1024.
+    Mutant("the chunk's fixed cost left out of the model",
+     [("static_cast<double>(c) * m.chunk_ms;", "static_cast<double>(c) * 0.0;")],
+     "[step3][perf]", "Every chunk costs"),
     Mutant("two streams",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{2, std::max<std::size_t>(best_chunks, 2), IssueOrder::Depth};")],
      "[step3][perf]", "three stages need three chunks in flight"),

@@ -8,7 +8,10 @@ WAIT = ("    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done
         "    signal.wait_for(r);\n")
 THREAD = ('#include "cml/errors.hpp"\n', '#include "cml/errors.hpp"\n\n#include <chrono>\n#include <thread>\n')
 ATTACH = "  CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, lane.data, 0, cudaMemAttachSingle));\n"
-ADVISE = "CUDA_CHECK(cudaMemAdvise(lane.table, lane.table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly,"
+ADVISE = ("    CUDA_CHECK(cudaMemAdvise(table, table_n * sizeof(unsigned), cudaMemAdviseSetReadMostly, "
+          "on_device(device)));\n")
+# Where run_lane has learnt whether the device can take prefetches (and advice).
+CONCURRENT = ("  CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, lane.device));\n")
 TO_CPU = ("  cudaMemLocation host{};\n  host.type = cudaMemLocationTypeHost;\n"
           "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), host, 0, lane.stream));\n")
 TO_GPU = ("  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), on_device(lane.device), 0, "
@@ -110,9 +113,16 @@ MUTANTS = [
                      "lane.stream));\n")],
            "[step4][mechanism]", "cudaMemLocationTypeHost"),
     Mutant("advice length in elements, not bytes",
-           [(ADVISE, ADVISE.replace("lane.table_n * sizeof(unsigned)", "lane.table_n"))],
+           [(ADVISE, ADVISE.replace("table_n * sizeof(unsigned)", "table_n"))],
            "[step4][mechanism]", "lengths are in bytes"),
     Mutant("no advice for the table",
-           [("  if (concurrent)\n    " + ADVISE, "  if (false)\n    " + ADVISE)],
+           [("  if (concurrent)\n" + ADVISE, "  if (false)\n" + ADVISE)],
            "[step4][mechanism]", "advise it for that"),
+    # The advice moved from the table's owner into run_lane: the same call once per lane,
+    # from the lanes' threads.
+    Mutant("advises the table in every lane",
+           [("  if (concurrent)\n" + ADVISE, "  (void)table;\n  (void)table_n;\n"),
+            (CONCURRENT, CONCURRENT + "  if (concurrent)\n" + ADVISE.replace("(table, table_n", "(lane.table, lane.table_n")
+             .replace("on_device(device)", "on_device(lane.device)"))],
+           "[step4][mechanism]", "want once, by its owner"),
 ]
