@@ -134,12 +134,13 @@ SumOutcome sums(SumFn fn, std::size_t n, int blocks, int compute, int stages) {
 SumOutcome box_sums(const ch08::MatrixCase& mc, int compute, int stages) {
   const ch08::HostMatrix hm = ch08::make_matrix(mc.rows, mc.cols, mc.pitch);
   const ch08::DeviceMatrix dm(hm);
-  const auto want = ch08::reference_box_partials(hm, mc.blocks, compute);
+  const int box_rows = ch08::tma_plan().box_rows;
+  const auto want = ch08::reference_box_partials(hm, mc.blocks, compute, box_rows);
   return run_and_check(
       [&](Word* partial, ch08::Report* report, cudaStream_t s) {
         ch08::sum_tma(ch08::make_matrix_job(dm.view, partial, mc.blocks, compute, stages, report), s);
       },
-      mc.blocks, [&](const std::vector<Word>& got) { return ch08::check_box_partials(got, want, hm); });
+      mc.blocks, [&](const std::vector<Word>& got) { return ch08::check_box_partials(got, want, hm, box_rows); });
 }
 
 // What to look at when a step's sums fail, from what failed: `ragged` (the array ends
@@ -197,18 +198,22 @@ std::string step4_advice(const Failure& f) {
 
 std::string step5_advice(const Failure& f) {
   if (f.crashed)
-    return "the tensor copy faulted: the map is the __grid_constant__ kernel parameter, passed by its address "
-           "(&map), the destination 128-byte aligned shared memory, the barrier a .shared mbarrier";
+    return "a launch refused with an invalid argument asked for more dynamic shared memory than a block gets by "
+           "default: past 48 KiB (stages x box bytes) the kernel must be allowed more first "
+           "(cudaFuncAttributeMaxDynamicSharedMemorySize); a fault in the tensor copy: the map is the "
+           "__grid_constant__ kernel parameter, passed by its address (&map), the destination 128-byte aligned "
+           "shared memory, the barrier a .shared mbarrier";
   if (f.stalled)
-    return "the phase a thread waited for never completed: a TMA load completes the whole box's bytes, kBoxBytes, "
-           "edge or not — the words outside the matrix are written as zeros and counted — so expect kBoxBytes; and "
-           "arrive once per phase (the count given to mbarrier_init)";
+    return "the phase a thread waited for never completed: a TMA load completes the whole box's bytes (box rows x "
+           "kBoxCols x 4), edge or not — the words outside the matrix are written as zeros and counted — so expect "
+           "the whole box; and arrive once per phase (the count given to mbarrier_init)";
   if (f.ragged && f.round_passed)
     return "matrices whose boxes lie inside pass, those with edge boxes fail: at an edge the copy engine writes zeros "
-           "for the words outside the matrix and still completes the whole box's bytes (expect kBoxBytes), and only "
-           "the words inside count (compute_box with box_span)";
+           "for the words outside the matrix and still completes the whole box's bytes (expect the whole box), and "
+           "only the words inside count (compute_box with box_span)";
   return "the box's words are not where compute_box reads them, or not yet: the tensor copy takes the box's first "
-         "column then its first row (box_span's x, y, in elements), column first; then step 4's rules — " +
+         "column then its first row (box_span's x, y, in elements), column first; the map's box and the kernel's "
+         "must have the same rows (tma_plan's); then step 4's rules — " +
          step4_advice(f);
 }
 
@@ -380,7 +385,8 @@ Timed timed_1d(SumFn fn, int stages) {
   };
 }
 
-// TMA over the array's rows of 8192 words (32 KiB apart: no padding needed).
+// TMA over the array's rows of 8192 words (32 KiB apart: no padding needed), with the
+// learner's box.
 Timed timed_tma(int stages) {
   return [stages](const Word* in, std::size_t n, Word* partial, int blocks, cudaStream_t s) {
     ch08::Matrix m;
@@ -430,8 +436,10 @@ constexpr double kFastOverPipeline = 1.035;
 //   Step 4, 2 blocks per SM: bulk copies at 3 stages over 1 stage (a fetch issued only
 //   after the wait, no tile ahead: 1.0).
 constexpr double kBulkStagesOverOne = 1.35;
-//   Step 5, the same for TMA loads.
-constexpr double kTmaStagesOverOne = 1.3;
+//   Step 5, 4 blocks per SM: the TMA pipeline at the learner's plan over the read-only
+//   kernel (the solution's 16-row boxes about 0.95; 4 KiB boxes, one tile per wait, about
+//   0.8 on the H200; docs/08, "Speed bars").
+constexpr double kTmaOverReadOnly = 0.865;
 
 }  // namespace
 
@@ -788,7 +796,9 @@ TEST_CASE("step 5: sum_tma computes every block's sum over matrices with edge bo
   CML_REQUIRE_HOPPER_COPIES();
   check_cases(
       ch08::matrix_cases(), [](const ch08::MatrixCase& mc, int compute, int stages) { return box_sums(mc, compute, stages); },
-      [](const ch08::MatrixCase& mc) { return mc.rows % ch08::kBoxRows != 0 || mc.cols % ch08::kBoxCols != 0; },
+      [](const ch08::MatrixCase& mc) {
+        return mc.rows % static_cast<std::size_t>(ch08::tma_plan().box_rows) != 0 || mc.cols % ch08::kBoxCols != 0;
+      },
       "sum_tma", step5_advice, "step 5");
 }
 
@@ -801,7 +811,7 @@ TEST_CASE("step 5: sum_tma only enqueues one kernel on its stream", "[ch08][step
     const ch08::DeviceMatrix dm(hm);
     cml::DeviceBuffer<Word> partial(4);
     const auto job = ch08::make_matrix_job(dm.view, partial.data(), 4, 0, 3);
-    (void)ch08::tensor_map_for(dm.view);
+    (void)ch08::tensor_map_for(dm.view, ch08::tma_plan().box_rows);
     CML_CHECK_ENQUEUE_ONLY(std::string("sum_tma on ") + mc.what, [&](cudaStream_t s) { ch08::sum_tma(job, s); }, 1,
                            "cp_async_ptx.cuh: it only enqueues its kernel on `stream`");
   }
@@ -826,24 +836,51 @@ TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (rac
                       "the same order as step 4: wait for the phase, compute, barrier before the refill (step 5; ./lab hint 08)");
 }
 
-TEST_CASE("step 5: 3 stages of TMA loads overlap: kTmaStagesOverOne of 1 stage", "[ch08][step5][perf]") {
-  CML_REQUIRE_HOPPER_COPIES();
-  check_pipeline_speed("sum_tma", timed_tma(3), "itself at 1 stage", timed_tma(1), 2, kTmaStagesOverOne, "", "step 5");
+TEST_CASE("step 5: tma_plan is a box TMA can load and stage counts that fit", "[ch08][step5][correctness]") {
+  const ch08::TmaPlan plan = ch08::tma_plan();
+  INFO("tma_plan() = {" << plan.box_rows << ", " << plan.stages << "}: box rows 1 to " << ch08::kMaxBoxRows
+       << ", stages 1 to " << ch08::kMaxStages << " (step 5; ./lab hint 08)");
+  CHECK((plan.box_rows >= 1 && plan.box_rows <= ch08::kMaxBoxRows && plan.stages >= 1 &&
+         plan.stages <= ch08::kMaxStages));
 }
 
-// ---- Provided -----------------------------------------------------------------------------
-
-TEST_CASE("the tensor map refuses rows that are not a multiple of 16 bytes apart, and takes them pitched",
-          "[ch08][provided]") {
+TEST_CASE("step 5: tensor_map_for refuses what TMA cannot take, with the rule, and takes it pitched",
+          "[ch08][step5][correctness]") {
   CML_REQUIRE_HOPPER_COPIES();
   cml::DeviceBuffer<Word> words(16 * 8192);
   ch08::Matrix m;
   m.data = words.data();
   m.rows = 16;
   m.cols = m.pitch = 8191;
-  CHECK_THROWS_AS(ch08::tensor_map_for(m), std::invalid_argument);
-  m.pitch = 8192;
-  CHECK_NOTHROW(ch08::tensor_map_for(m));
+  {
+    INFO("tensor_map_for accepted rows 32764 bytes apart: TMA needs the row stride to be a multiple of 16 bytes — "
+         "check it and throw std::invalid_argument saying so, before the driver sees it (step 5; ./lab hint 08)");
+    CHECK_THROWS_AS(ch08::tensor_map_for(m, 4), std::invalid_argument);
+  }
+  {
+    INFO("tensor_map_for accepted boxes of 0 and 257 rows: a TMA box has 1 to 256 rows (step 5; ./lab hint 08)");
+    m.pitch = 8192;
+    CHECK_THROWS_AS(ch08::tensor_map_for(m, 0), std::invalid_argument);
+    CHECK_THROWS_AS(ch08::tensor_map_for(m, ch08::kMaxBoxRows + 1), std::invalid_argument);
+  }
+  const CUtensorMap map = ch08::tensor_map_for(m, ch08::tma_plan().box_rows);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&map);
+  INFO("tensor_map_for returned an all-zero map for a 16 x 8191 matrix pitched to 8192: encode it with the driver's "
+       "cuTensorMapEncodeTiled (step 5; ./lab hint 08)");
+  CHECK(std::any_of(bytes, bytes + sizeof(map), [](unsigned char b) { return b != 0; }));
+}
+
+TEST_CASE("step 5: copy-bound, the TMA pipeline at tma_plan reaches kTmaOverReadOnly of the read-only kernel",
+          "[ch08][step5][perf]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  const ch08::TmaPlan plan = ch08::tma_plan();
+  const auto st = time_all({timed_1d(ch08::sum_read_only, 1), timed_tma(plan.stages)}, 4);
+  cml::test::check_bar(st[0], st[1], kTmaOverReadOnly,
+                       "sum_tma with boxes of " + std::to_string(plan.box_rows) + " rows at " +
+                           std::to_string(plan.stages) + " stages, 4 blocks per SM, no compute",
+                       "the read-only kernel",
+                       ": each wait costs a barrier round trip whatever it brings — boxes of 4 rows (4 KiB) stay near "
+                       "0.8; bring more per wait, in stages that fit 4 blocks per SM (step 5; ./lab hint 08)");
 }
 
 // ---- Both sides of the bars, for the maintainer ------------------------------------------
@@ -864,12 +901,15 @@ TEST_CASE("measure both sides of the speed bars", "[ch08][.measure]") {
                 run, st[2].median_ms / st[1].median_ms, st[0].median_ms / st[1].median_ms,
                 st[0].median_ms / st[2].median_ms);
     if (d.cc() < 90) continue;
-    st = time_all({timed_1d(ch08::sum_bulk, 1), timed_1d(ch08::sum_bulk, 3), timed_tma(1), timed_tma(3)}, 2);
-    std::printf("run %d  kBulkStagesOverOne bulk x3 / x1 at 2 blocks/SM: %.3f   kTmaStagesOverOne tma x3 / x1: %.3f\n",
-                run, st[0].median_ms / st[1].median_ms, st[2].median_ms / st[3].median_ms);
-    st = time_all({timed_1d(ch08::sum_read_only, 1), timed_1d(ch08::sum_bulk, 3), timed_tma(3)}, 4);
-    std::printf("run %d  bench              of read-only at 4 blocks/SM: bulk x3 %.3f   tma x3 %.3f\n", run,
-                st[0].median_ms / st[1].median_ms, st[0].median_ms / st[2].median_ms);
+    st = time_all({timed_1d(ch08::sum_bulk, 1), timed_1d(ch08::sum_bulk, 3)}, 2);
+    std::printf("run %d  kBulkStagesOverOne bulk x3 / x1 at 2 blocks/SM: %.3f\n", run, st[0].median_ms / st[1].median_ms);
+    const ch08::TmaPlan plan = ch08::tma_plan();
+    st = time_all({timed_1d(ch08::sum_read_only, 1), timed_1d(ch08::sum_bulk, 3), timed_tma(plan.stages), timed_tma(1)},
+                  4);
+    std::printf("run %d  kTmaOverReadOnly   of read-only at 4 blocks/SM: tma {%d rows, x%d} %.3f   (tma x1 %.3f, "
+                "bulk x3 %.3f)\n",
+                run, plan.box_rows, plan.stages, st[0].median_ms / st[2].median_ms, st[0].median_ms / st[3].median_ms,
+                st[0].median_ms / st[1].median_ms);
   }
   std::fflush(stdout);
   SUCCEED();

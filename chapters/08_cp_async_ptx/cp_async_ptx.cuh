@@ -112,11 +112,20 @@ void sum_bulk(const Job& job, cudaStream_t stream);
 
 // ---- Step 5 (sm_90): 2D boxes through the tensor memory accelerator ----------------------
 
-// A box: 4 rows of 256 words = 4 KiB, one tile (TMA boxes have at most 256 elements per
-// dimension, so a 4 KiB tile of 32-bit words cannot be one row).
+// A box is kBoxCols = 256 words wide (1 KiB rows; a TMA box has at most 256 elements per
+// dimension) and as many rows high as your plan says: one box is what one barrier wait
+// brings into a stage.
 inline constexpr int kBoxCols = 256;
-inline constexpr int kBoxRows = kTileWords / kBoxCols;
-inline constexpr int kBoxBytes = kTileBytes;
+inline constexpr int kMaxBoxRows = 256;
+
+// Your choice for step 5 (exercise.cu's tma_plan): the box's rows (1..kMaxBoxRows) and the
+// stages (1..kMaxStages) the bench and the speed test run sum_tma with, at 4 blocks per SM.
+// sum_tma must still be right at every stage count 1..kMaxStages with that box.
+struct TmaPlan {
+  int box_rows;
+  int stages;
+};
+TmaPlan tma_plan();
 
 // A rows x cols matrix of words in device memory, row r at data + r * pitch (pitch in
 // words, >= cols). A tensor map needs the row stride to be a multiple of 16 bytes: a row
@@ -126,12 +135,17 @@ struct Matrix {
   std::size_t rows = 0, cols = 0, pitch = 0;
 };
 
-// The boxes of a matrix: box_columns(m) across, box_rows(m) down; box t is at box column
-// t % box_columns(m), box row t / box_columns(m), and belongs to block t % blocks. Boxes at
-// the right and bottom edges stick out of the matrix: only their words inside it count.
+// The boxes of a matrix, box_rows rows high: box_columns(m) across, box_bands(m, box_rows)
+// down; box t is at box column t % box_columns(m), band t / box_columns(m), and belongs to
+// block t % blocks. Boxes at the right and bottom edges stick out of the matrix: only
+// their words inside it count.
 CH08_HD inline std::size_t box_columns(const Matrix& m) { return (m.cols + kBoxCols - 1) / kBoxCols; }
-CH08_HD inline std::size_t box_rows(const Matrix& m) { return (m.rows + kBoxRows - 1) / kBoxRows; }
-CH08_HD inline std::size_t box_count(const Matrix& m) { return m.rows == 0 || m.cols == 0 ? 0 : box_columns(m) * box_rows(m); }
+CH08_HD inline std::size_t box_bands(const Matrix& m, int box_rows) {
+  return (m.rows + static_cast<std::size_t>(box_rows) - 1) / static_cast<std::size_t>(box_rows);
+}
+CH08_HD inline std::size_t box_count(const Matrix& m, int box_rows) {
+  return m.rows == 0 || m.cols == 0 ? 0 : box_columns(m) * box_bands(m, box_rows);
+}
 
 struct MatrixJob {
   Matrix in;
@@ -142,20 +156,20 @@ struct MatrixJob {
   Report* report = nullptr;  // as in Job
 };
 
-// The tensor map of a matrix for step 5 (provided.cu): 32-bit words, 2 dimensions
-// {cols, rows}, row stride pitch * 4 bytes, boxes of kBoxCols x kBoxRows, no swizzle, and
-// words outside the matrix filled with zeros. Encoded by the driver's
-// cuTensorMapEncodeTiled, reached through cudaGetDriverEntryPointByVersion (the unversioned
-// cudaGetDriverEntryPoint is deprecated in CUDA 13). std::invalid_argument when the matrix
-// breaks a TMA rule (a row stride that is not a multiple of 16 bytes: allocate it pitched;
-// data not 16-byte aligned; a dimension past 2^32); an empty matrix gets an all-zero map
-// (no box is ever loaded from it). std::runtime_error when the driver refuses.
-CUtensorMap tensor_map_for(const Matrix& m);
+// The tensor map of a matrix (yours, step 5): 32-bit words, 2 dimensions {cols, rows}, the
+// rows' stride pitch * 4 bytes, boxes of kBoxCols x box_rows, no swizzle, and words outside
+// the matrix filled with zeros; encoded by the driver's cuTensorMapEncodeTiled, reached
+// through the runtime. std::invalid_argument when the matrix breaks a TMA rule (a row
+// stride that is not a multiple of 16 bytes: allocate it pitched; data not 16-byte
+// aligned; a dimension past 2^32) or box_rows is outside 1..kMaxBoxRows; an empty matrix
+// gets an all-zero map (no box is ever loaded from it). std::runtime_error when the driver
+// refuses.
+CUtensorMap tensor_map_for(const Matrix& m, int box_rows);
 
-// Block b's sum over the words of boxes b, b + blocks, ... that lie inside the matrix,
-// pipelined like step 4, each box one 2D TMA load through a tensor map (provided.cu's
-// tensor_map_for), completing on the stage's mbarrier. Out-of-bounds words land as zeros.
-// SASS: UTMALDG.2D, SYNCS. Kernel: sum_tma_kernel<Stages>.
+// Block b's sum over the words of boxes b, b + blocks, ... (tma_plan().box_rows rows high)
+// that lie inside the matrix, pipelined like step 4 at job.stages, each box one 2D TMA load
+// through the tensor map, completing on the stage's mbarrier. Out-of-bounds words land as
+// zeros. Only enqueues. SASS: UTMALDG.2D, SYNCS. Kernel: sum_tma_kernel<Stages>.
 void sum_tma(const MatrixJob& job, cudaStream_t stream);
 
 // ---- Provided (provided.cu) --------------------------------------------------------------

@@ -266,54 +266,66 @@ void for_stages(int stages, const char* what, Launch&& launch) {
 
 // ---- Step 5's boxes ----------------------------------------------------------------------
 
-// Box t of the matrix: its first column and row, and how many of its rows and columns lie
-// inside the matrix (kBoxRows and kBoxCols except at the bottom and right edges).
+// Box t of the matrix, for boxes of box_rows rows: its first column and row, and how many
+// of its rows and columns lie inside the matrix (box_rows and kBoxCols except at the
+// bottom and right edges).
 struct BoxSpan {
   int x, y;
   int rows, cols;
 };
-__host__ __device__ inline BoxSpan box_span(const Matrix& m, std::size_t t) {
-  const std::size_t across = box_columns(m);
-  const std::size_t x = (t % across) * kBoxCols, y = (t / across) * kBoxRows;
+__host__ __device__ inline BoxSpan box_span(const Matrix& m, int box_rows, std::size_t t) {
+  const std::size_t across = box_columns(m), high = static_cast<std::size_t>(box_rows);
+  const std::size_t x = (t % across) * kBoxCols, y = (t / across) * high;
   const std::size_t cols = m.cols - x < static_cast<std::size_t>(kBoxCols) ? m.cols - x : kBoxCols;
-  const std::size_t rows = m.rows - y < static_cast<std::size_t>(kBoxRows) ? m.rows - y : kBoxRows;
+  const std::size_t rows = m.rows - y < high ? m.rows - y : high;
   return {static_cast<int>(x), static_cast<int>(y), static_cast<int>(rows), static_cast<int>(cols)};
 }
 
-// Thread t computes on the box's 16-byte piece p = compute_piece_of(t) (half a block away,
-// as compute_tile), the box laid out row after row (kBoxRows rows of kBoxCols words): row
-// p / 64, columns 4 (p % 64) .. + 3. Only words inside the matrix count; the whole box must
-// have landed before any thread calls it.
+// Adds work(w, compute) over the words of box `b` that lie inside the matrix, the box in
+// shared memory row after row (rows of kBoxCols words). Thread t takes the 16-byte pieces
+// p, p + 256, ... with p = compute_piece_of(t) (half a block away, as compute_tile): piece
+// q is row q / 64, columns 4 (q % 64) .. + 3. The whole box must have landed for every
+// thread before any thread calls it.
 __device__ __forceinline__ Word compute_box(const Word* box, const BoxSpan& b, int compute, Word acc) {
-  constexpr int kThreadsPerRow = kBoxCols / 4;
-  const int piece = compute_piece_of(static_cast<int>(threadIdx.x));
-  const int row = piece / kThreadsPerRow, col = 4 * (piece % kThreadsPerRow);
-  if (row >= b.rows) return acc;
-  const uint4 v = *reinterpret_cast<const uint4*>(box + row * kBoxCols + col);  // LDS.128
-  const Word w[4] = {v.x, v.y, v.z, v.w};
+  constexpr int kPiecesPerRow = kBoxCols / 4;
+  for (int q = compute_piece_of(static_cast<int>(threadIdx.x)); q < b.rows * kPiecesPerRow; q += kThreads) {
+    const int row = q / kPiecesPerRow, col = 4 * (q % kPiecesPerRow);
+    if (col >= b.cols) continue;
+    const uint4 v = *reinterpret_cast<const uint4*>(box + row * kBoxCols + col);  // LDS.128
+    if (compute == 0 && col + 4 <= b.cols) {
+      acc += v.x + v.y + v.z + v.w;
+      continue;
+    }
+    const Word w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
-    if (col + i < b.cols) acc += work(w[i], compute);
+    for (int i = 0; i < 4; ++i)
+      if (col + i < b.cols) acc += work(w[i], compute);
+  }
   return acc;
 }
 
-// The register-staged body of step 5's kernel, where the starter begins: each thread loads
-// its words of the box (row by row, coalesced) into registers, stores them into the box
-// (zeros outside the matrix), barrier, compute, barrier.
-__device__ __forceinline__ void sum_boxes_through_registers(const MatrixJob& job) {
-  __shared__ alignas(16) Word box[kTileWords];
-  const std::size_t boxes = box_count(job.in);
+// The register-staged body of step 5's kernel, where the starter begins, for boxes of
+// box_rows rows: each box goes through a 4 KiB buffer 4 rows at a time; each thread loads
+// its words of the slice (row by row, coalesced) into registers, stores them (zeros outside
+// the matrix), barrier, compute, barrier.
+__device__ __forceinline__ void sum_boxes_through_registers(const MatrixJob& job, int box_rows) {
+  constexpr int kSliceRows = kTileWords / kBoxCols;
+  __shared__ alignas(16) Word slice[kTileWords];
+  const std::size_t boxes = box_count(job.in, box_rows);
   Word acc = 0;
   for (std::size_t t = blockIdx.x; t < boxes; t += gridDim.x) {
-    const BoxSpan b = box_span(job.in, t);
+    const BoxSpan box = box_span(job.in, box_rows, t);
+    for (int first = 0; first < box.rows; first += kSliceRows) {
+      const BoxSpan b{box.x, box.y + first, box.rows - first < kSliceRows ? box.rows - first : kSliceRows, box.cols};
 #pragma unroll
-    for (int k = 0; k < kTileWords / kThreads; ++k) {
-      const int i = static_cast<int>(threadIdx.x) + k * kThreads, r = i / kBoxCols, c = i % kBoxCols;
-      box[i] = r < b.rows && c < b.cols ? job.in.data[(b.y + r) * job.in.pitch + b.x + c] : 0u;
+      for (int k = 0; k < kTileWords / kThreads; ++k) {
+        const int i = static_cast<int>(threadIdx.x) + k * kThreads, r = i / kBoxCols, c = i % kBoxCols;
+        slice[i] = r < b.rows && c < b.cols ? job.in.data[(b.y + r) * job.in.pitch + b.x + c] : 0u;
+      }
+      __syncthreads();
+      acc = compute_box(slice, b, job.compute, acc);
+      __syncthreads();
     }
-    __syncthreads();
-    acc = compute_box(box, b, job.compute, acc);
-    __syncthreads();
   }
   finish_block(acc, job.partial);
 }

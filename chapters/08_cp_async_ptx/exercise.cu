@@ -172,22 +172,39 @@ void sum_bulk(const Job& job, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(5): (sm_90) the same pipeline over the boxes of a matrix (device.cuh: box_span,
-// compute_box), each box one 2D load by the tensor memory accelerator through `map` (the
-// launcher builds it), completing on the stage's mbarrier. Boxes at the right and bottom
-// edges stick out of the matrix: let the copy engine handle that (what it reads, what it
-// writes, and how many bytes it reports), and count only the words inside. Constraints:
-// as step 4's; the map is a kernel parameter the copy engine reads from where it lies.
+// TODO(5): (sm_90) your plan for the tensor-map pipeline: how many rows each box has (the
+// bytes one barrier wait brings) and how many stages the bench and the speed test run it
+// with, at 4 blocks per SM. Constraint: the read-only kernel streams the same matrix at
+// close to the memory's speed; reach 0.9 of it. Per wait, a box pays a barrier round trip
+// and a block of the SM's shared memory sits behind each stage: measure (./lab run 08 --
+// --mode=tma --stages=K) rather than guess. Every stage count 1..kMaxStages must still fit.
+TmaPlan tma_plan() { return {4, 3}; }
+
+// TODO(5): the tensor map of a matrix: the descriptor from which the copy engine finds a
+// box's rows (cp_async_ptx.cuh: tensor_map_for). Encoded by the driver's encoder, reached
+// through the runtime (the course links the runtime only: no -lcuda); a matrix the engine
+// cannot take is refused here with std::invalid_argument and the rule it breaks, before the
+// driver sees it. As shipped: an all-zero map, which the starter's kernel never reads.
+CUtensorMap tensor_map_for([[maybe_unused]] const Matrix& m, [[maybe_unused]] int box_rows) { return CUtensorMap{}; }
+
+// TODO(5): the same pipeline as step 4 over the boxes of a matrix (device.cuh: box_span,
+// compute_box), each box one 2D load by the tensor memory accelerator through `map`,
+// completing on the stage's mbarrier. Boxes at the right and bottom edges stick out of the
+// matrix: let the copy engine handle that (what it reads, what it writes, and how many
+// bytes it reports), and count only the words inside. Constraints: as step 4's; the map is
+// a kernel parameter the copy engine reads from where it lies; a stage holds a whole box,
+// and more than 48 KiB of dynamic shared memory per block must be asked for.
 template <int Stages>
 __global__ void __launch_bounds__(kThreads) sum_tma_kernel([[maybe_unused]] const __grid_constant__ CUtensorMap map,
-                                                           const MatrixJob job) {
-  sum_boxes_through_registers(job);
+                                                           const MatrixJob job, int box_rows) {
+  sum_boxes_through_registers(job, box_rows);
 }
 
 void sum_tma(const MatrixJob& job, cudaStream_t stream) {
-  const CUtensorMap map = tensor_map_for(job.in);
+  const int box_rows = tma_plan().box_rows;
+  const CUtensorMap map = tensor_map_for(job.in, box_rows);
   for_stages(job.stages, "sum_tma", [&](auto s) {
-    sum_tma_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(map, job);
+    sum_tma_kernel<decltype(s)::value><<<job.blocks, kThreads, 0, stream>>>(map, job, box_rows);
   });
   CUDA_CHECK_LAUNCH();
 }

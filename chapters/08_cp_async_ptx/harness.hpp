@@ -209,30 +209,35 @@ struct DeviceMatrix {
   }
 };
 
-// Block b's sum of work(w, compute) over the words inside the matrix of boxes b, b + blocks, ...
-inline std::vector<Word> reference_box_partials(const HostMatrix& m, int blocks, int compute) {
+// Block b's sum of work(w, compute) over the words inside the matrix of boxes b, b + blocks,
+// ..., for boxes of box_rows rows.
+inline std::vector<Word> reference_box_partials(const HostMatrix& m, int blocks, int compute, int box_rows) {
   std::vector<Word> partial(static_cast<std::size_t>(blocks), 0u);
-  const std::size_t across = (m.cols + kBoxCols - 1) / kBoxCols;
+  const std::size_t across = (m.cols + kBoxCols - 1) / kBoxCols, high = static_cast<std::size_t>(box_rows);
   for (std::size_t r = 0; r < m.rows; ++r)
     for (std::size_t c = 0; c < m.cols; ++c)
-      partial[((r / kBoxRows) * across + c / kBoxCols) % static_cast<std::size_t>(blocks)] +=
+      partial[((r / high) * across + c / kBoxCols) % static_cast<std::size_t>(blocks)] +=
           work(m.data[r * m.pitch + c], compute);
   return partial;
 }
 
-// got against want; a mismatch names the block and whether its boxes reach an edge.
+// got against want; a mismatch names the block, its boxes and whether they reach an edge.
 inline cml::VerifyResult check_box_partials(const std::vector<Word>& got, const std::vector<Word>& want,
-                                            const HostMatrix& m) {
+                                            const HostMatrix& m, int box_rows) {
   auto v = cml::compare_exact(got.data(), want.data(), got.size());
   if (!v.ok) {
     Matrix shape;
     shape.rows = m.rows;
     shape.cols = m.cols;
-    const std::size_t boxes = box_count(shape), blocks = got.size(), b = v.first_bad;
+    const std::size_t boxes = box_count(shape, box_rows), blocks = got.size(), b = v.first_bad;
     const std::size_t mine = boxes > b ? (boxes - b + blocks - 1) / blocks : 0;
-    v.want += " (the sum of block " + std::to_string(b) + ", over its " + std::to_string(mine) + " box(es) of a " +
-              std::to_string(m.rows) + " x " + std::to_string(m.cols) + " matrix" +
-              (m.rows % kBoxRows != 0 || m.cols % kBoxCols != 0 ? ", whose edge boxes stick out of it" : "") + ")";
+    v.want += " (the sum of block " + std::to_string(b) + ", over its " + std::to_string(mine) + " box(es) of " +
+              std::to_string(box_rows) + " x " + std::to_string(kBoxCols) + " words in a " + std::to_string(m.rows) +
+              " x " + std::to_string(m.cols) + " matrix" +
+              (m.rows % static_cast<std::size_t>(box_rows) != 0 || m.cols % kBoxCols != 0
+                   ? ", whose edge boxes stick out of it"
+                   : "") +
+              ")";
   }
   return v;
 }
@@ -242,13 +247,14 @@ struct MatrixCase {
   int blocks;
   const char* what;
 };
-// Matrices whose boxes all lie inside first (a failure only the others show is at the
-// edges), then edges at the bottom, at the right and both, pitched rows of 8191 words.
+// Matrices whose boxes all lie inside first for boxes of up to 64 rows of 256 words (a
+// failure only the others show is at the edges), then edges at the bottom, at the right and
+// both, pitched rows of 8191 words.
 inline const std::vector<MatrixCase>& matrix_cases() {
   static const std::vector<MatrixCase> c = {
-      {4, 256, 256, 1, "one whole box"},
-      {128, 1024, 1024, 3, "128 x 1024 on 3 blocks: 128 whole boxes"},
-      {64, 2048, 2048, 16, "64 x 2048 on 16 blocks: whole boxes, 8 per block"},
+      {4, 256, 256, 1, "4 x 256: one box, or part of one"},
+      {128, 1024, 1024, 3, "128 x 1024 on 3 blocks"},
+      {64, 2048, 2048, 16, "64 x 2048 on 16 blocks"},
       {0, 8191, 8192, 2, "no rows"},
       {1, 1, 4, 1, "one word (pitch 4: 16 bytes)"},
       {3, 8191, 8192, 2, "3 rows of 8191 words, pitched to 8192: every box sticks out at the bottom, the last one "

@@ -9,6 +9,9 @@
 
 #include "cml/errors.hpp"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -234,10 +237,10 @@ void sum_fast(const Job& job, cudaStream_t stream) {
 //
 // fetch(k, dst, bar) (thread 0 only) starts the block's k-th tile into `dst` on `bar`;
 // compute(k, tile, acc) adds it to the sum once it has landed.
-template <int Stages, class Fetch, class Compute>
+template <int Stages, int StageWords, class Fetch, class Compute>
 __device__ __forceinline__ void mbarrier_pipeline(std::size_t tiles, Report* report, Fetch&& fetch,
                                                   Compute&& compute, Word* partial) {
-  extern __shared__ __align__(128) Word landing[];  // Stages tiles; 128-byte aligned for TMA
+  extern __shared__ __align__(128) Word landing[];  // Stages x StageWords; 128-byte aligned for TMA
   __shared__ std::uint64_t full[Stages];
   if (threadIdx.x == 0) {
     for (int s = 0; s < Stages; ++s) mbarrier_init(&full[s], 1);
@@ -245,7 +248,7 @@ __device__ __forceinline__ void mbarrier_pipeline(std::size_t tiles, Report* rep
   }
   __syncthreads();
   const auto start = [&](std::size_t k) {
-    if (blockIdx.x + k * gridDim.x < tiles) fetch(k, landing + (k % Stages) * kTileWords, &full[k % Stages]);
+    if (blockIdx.x + k * gridDim.x < tiles) fetch(k, landing + (k % Stages) * StageWords, &full[k % Stages]);
   };
   if (threadIdx.x == 0)
     for (int k = 0; k + 1 < Stages; ++k) start(k);
@@ -253,7 +256,7 @@ __device__ __forceinline__ void mbarrier_pipeline(std::size_t tiles, Report* rep
   for (std::size_t k = 0; blockIdx.x + k * gridDim.x < tiles; ++k) {
     if (threadIdx.x == 0) start(k + Stages - 1);
     wait_phase(&full[k % Stages], static_cast<unsigned>(k / Stages) & 1u, report, static_cast<int>(k % Stages));
-    acc = compute(k, landing + (k % Stages) * kTileWords, acc);
+    acc = compute(k, landing + (k % Stages) * StageWords, acc);
     __syncthreads();  // every thread is done with the stage before thread 0 refills it
   }
   finish_block(acc, partial);
@@ -280,7 +283,7 @@ __global__ void __launch_bounds__(kThreads) sum_bulk_kernel(const Job job) {
   const auto compute = [&](std::size_t k, const Word* tile, Word acc) {
     return compute_tile(tile, tile_span(job, blockIdx.x + k * gridDim.x).count, job.compute, acc);
   };
-  mbarrier_pipeline<Stages>(tile_count(job.n), job.report, fetch, compute, job.partial);
+  mbarrier_pipeline<Stages, kTileWords>(tile_count(job.n), job.report, fetch, compute, job.partial);
 }
 
 void sum_bulk(const Job& job, cudaStream_t stream) {
@@ -292,28 +295,108 @@ void sum_bulk(const Job& job, cudaStream_t stream) {
 
 // ---- Step 5 ----------------------------------------------------------------------------------
 
-// Step 5: each box is one 2D tensor copy (TMA) at its first column and row (innermost
-// coordinate first). The copy engine reads only the words inside the matrix, fills the rest
-// of the box with zeros and always completes the whole box's bytes, edge or not: the phase
-// expects kBoxBytes. The tensor map is a __grid_constant__ parameter: TMA reads it from the
+// 16 rows of 1 KiB per box: 16 KiB per barrier wait. A wait costs a barrier round trip
+// however many bytes it brings: 4 KiB boxes stay near 0.8 of the read-only kernel at 4
+// blocks per SM on the H200, 8 KiB and more reach 0.95 (docs/08_cp_async_ptx.md, "Step 5").
+// 3 stages x 16 KiB = 48 KiB per block, 4 blocks per SM in the SM's 228 KiB.
+constexpr TmaPlan kPlan{16, 3};
+constexpr int kPlanBoxWords = kPlan.box_rows * kBoxCols;
+constexpr unsigned kPlanBoxBytes = kPlanBoxWords * sizeof(Word);
+
+TmaPlan tma_plan() { return kPlan; }
+
+namespace {
+
+// The driver's cuTensorMapEncodeTiled with the signature of CUDA 12.0 (the version asked
+// for: a later driver keeps serving it), looked up once. The runtime does not wrap it and
+// the course links the runtime only, so it is reached through
+// cudaGetDriverEntryPointByVersion (CUDA 13 deprecates the unversioned lookup).
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+#else  // CUDA 12.0-12.4 have only the unversioned lookup (it serves the version of the headers: 12.x)
+    CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found));
+#endif
+    if (found != cudaDriverEntryPointSuccess || p == nullptr)
+      throw std::runtime_error("the driver has no cuTensorMapEncodeTiled (CUDA 12.0 or newer driver needed)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+// The rules are checked here, each with its own message: the driver's refusal is one
+// CUresult for all of them.
+CUtensorMap tensor_map_for(const Matrix& m, int box_rows) {
+  if (box_rows < 1 || box_rows > kMaxBoxRows)
+    throw std::invalid_argument("tensor_map_for: boxes of " + std::to_string(box_rows) + " rows; TMA takes 1 to " +
+                                std::to_string(kMaxBoxRows));
+  CUtensorMap map{};
+  if (m.rows == 0 || m.cols == 0) return map;
+  const std::uint64_t stride = m.pitch * sizeof(Word);
+  if (m.pitch < m.cols)
+    throw std::invalid_argument("tensor_map_for: a pitch of " + std::to_string(m.pitch) + " words is shorter than a row of " +
+                                std::to_string(m.cols));
+  if (stride % 16 != 0)
+    throw std::invalid_argument("tensor_map_for: rows " + std::to_string(stride) + " bytes apart: TMA needs the row stride "
+                                "to be a multiple of 16 bytes; allocate the matrix pitched (a pitch of " +
+                                std::to_string((m.pitch + 3) / 4 * 4) + " words)");
+  if (reinterpret_cast<std::uintptr_t>(m.data) % 16 != 0)
+    throw std::invalid_argument("tensor_map_for: TMA needs the matrix to start at a 16-byte aligned address");
+  if (m.rows >= (1ull << 32) || m.cols >= (1ull << 32) || stride >= (1ull << 40))
+    throw std::invalid_argument("tensor_map_for: a dimension past 2^32 elements (or a stride past 2^40 bytes)");
+  // Dimensions and box sizes innermost first: {columns, rows}; one stride, that of the rows
+  // (the columns' is the element size).
+  const cuuint64_t dims[2] = {m.cols, m.rows};
+  const cuuint64_t strides[1] = {stride};
+  const cuuint32_t box[2] = {kBoxCols, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r =
+      encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, const_cast<Word*>(m.data), dims, strides, box,
+                     element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // outside: zeros
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("cuTensorMapEncodeTiled refused a " + std::to_string(m.rows) + " x " +
+                             std::to_string(m.cols) + " matrix (pitch " + std::to_string(m.pitch) + " words): CUresult " +
+                             std::to_string(static_cast<int>(r)));
+  return map;
+}
+
+// Each box is one 2D tensor copy (TMA) at its first column and row (innermost coordinate
+// first). The copy engine reads only the words inside the matrix, fills the rest of the box
+// with zeros and always completes the whole box's bytes, edge or not: the phase expects
+// kPlanBoxBytes. The tensor map is a __grid_constant__ parameter: TMA reads it from the
 // kernel's parameter space by its address.
 template <int Stages>
 __global__ void __launch_bounds__(kThreads) sum_tma_kernel(const __grid_constant__ CUtensorMap map, const MatrixJob job) {
   const auto fetch = [&](std::size_t k, Word* dst, std::uint64_t* bar) {
-    const BoxSpan b = box_span(job.in, blockIdx.x + k * gridDim.x);
-    mbarrier_arrive_expect_tx(bar, kBoxBytes);
+    const BoxSpan b = box_span(job.in, kPlan.box_rows, blockIdx.x + k * gridDim.x);
+    mbarrier_arrive_expect_tx(bar, kPlanBoxBytes);
     tensor_load_2d(dst, &map, b.x, b.y, bar);
   };
   const auto compute = [&](std::size_t k, const Word* box, Word acc) {
-    return compute_box(box, box_span(job.in, blockIdx.x + k * gridDim.x), job.compute, acc);
+    return compute_box(box, box_span(job.in, kPlan.box_rows, blockIdx.x + k * gridDim.x), job.compute, acc);
   };
-  mbarrier_pipeline<Stages>(box_count(job.in), job.report, fetch, compute, job.partial);
+  mbarrier_pipeline<Stages, kPlanBoxWords>(box_count(job.in, kPlan.box_rows), job.report, fetch, compute, job.partial);
 }
 
+// Past 48 KiB a block's dynamic shared memory must be asked for, per kernel (4 stages of
+// 16 KiB: 64 KiB); set once per instantiation.
 void sum_tma(const MatrixJob& job, cudaStream_t stream) {
-  const CUtensorMap map = tensor_map_for(job.in);
+  const CUtensorMap map = tensor_map_for(job.in, kPlan.box_rows);
   for_stages(job.stages, "sum_tma", [&](auto s) {
-    sum_tma_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(map, job);
+    constexpr int kStages = decltype(s)::value;
+    constexpr int kBytes = kStages * static_cast<int>(kPlanBoxBytes);
+    static const bool asked = [] {
+      CUDA_CHECK(cudaFuncSetAttribute(sum_tma_kernel<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+      return true;
+    }();
+    (void)asked;
+    sum_tma_kernel<kStages><<<job.blocks, kThreads, kBytes, stream>>>(map, job);
   });
   CUDA_CHECK_LAUNCH();
 }

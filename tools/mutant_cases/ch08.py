@@ -154,11 +154,29 @@ MUTANTS = [
     # Step 5. The phase expects only the box's words inside the matrix; the copy engine
     # completes the whole box's bytes, zeros included.
     Mutant("expect-tx of the words inside the matrix, not the whole box",
-           [("    mbarrier_arrive_expect_tx(bar, kBoxBytes);\n",
+           [("    mbarrier_arrive_expect_tx(bar, kPlanBoxBytes);\n",
              "    mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(b.rows * b.cols) * sizeof(Word));\n")],
-           "[step5][correctness]", "kBoxBytes"),
+           "[step5][correctness]", "expect the whole box"),
     # Step 5. Row and column swapped: TMA's coordinates are innermost first.
     Mutant("the box's coordinates swapped (row first)",
            [("    tensor_load_2d(dst, &map, b.x, b.y, bar);\n", "    tensor_load_2d(dst, &map, b.y, b.x, bar);\n")],
            "[step5][correctness]", "column first"),
+    # Step 5. One tile per wait, as in step 4: 4 KiB boxes. Right, and a barrier round trip
+    # per 4 KiB keeps the pipeline near 0.8 of the read-only kernel.
+    Mutant("boxes of 4 rows (4 KiB per barrier wait)",
+           [("constexpr TmaPlan kPlan{16, 3};", "constexpr TmaPlan kPlan{4, 3};")],
+           "[step5][perf]", "boxes of 4 rows (4 KiB) stay near"),
+    # Step 5. Past 48 KiB of dynamic shared memory without asking: the 4-stage launch fails.
+    Mutant("more than 48 KiB of dynamic shared memory without the opt-in",
+           [("    static const bool asked = [] {\n"
+             "      CUDA_CHECK(cudaFuncSetAttribute(sum_tma_kernel<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));\n"
+             "      return true;\n"
+             "    }();\n"
+             "    (void)asked;\n", "")],
+           "[step5][correctness]", "48 KiB"),
+    # Step 5. The map's checks left to the driver: an unpitched 8191-word row is refused with
+    # one CUresult for every rule, not with the rule it breaks.
+    Mutant("the row-stride rule left to the driver",
+           [("  if (stride % 16 != 0)\n", "  if (false)\n")],
+           "[step5][correctness]", "multiple of 16 bytes"),
 ]
