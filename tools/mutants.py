@@ -237,7 +237,8 @@ def parse_args(argv):
                     "the sources (build-mutants/): the learner's exercise.cu is never written. Needs a GPU.")
     p.add_argument("chapters", nargs="*", metavar="CHAPTER",
                    help="chapters to check: 04, 4 or 04_coalescing (default: every chapter with mutants)")
-    p.add_argument("--only", metavar="TEXT", help="only the mutants whose name contains TEXT")
+    p.add_argument("--only", metavar="TEXT",
+                   help="only the mutants whose name contains TEXT (several: TEXT|TEXT|...)")
     p.add_argument("--list", action="store_true", help="list the mutants and exit; builds nothing")
     p.add_argument("--dry", action="store_true",
                    help="check that every mutant's edits still apply to its solution, and exit; builds nothing")
@@ -315,7 +316,8 @@ def main(argv):
     args = parse_args(argv)
     WORK = ROOT / args.work
     COPY, BUILD = WORK / "src", WORK / "build"
-    plan = [(c, m) for c in args.chosen for m in MUTANTS[c] if not args.only or args.only in m.name]
+    wanted = args.only.split("|") if args.only else []
+    plan = [(c, m) for c in args.chosen for m in MUTANTS[c] if not wanted or any(w in m.name for w in wanted)]
     if not plan:
         print("no mutant matches", file=sys.stderr)
         return 2
