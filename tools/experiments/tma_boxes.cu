@@ -1,0 +1,161 @@
+// A maintainer's experiment, not part of the course: how far a TMA pipeline over a matrix
+// gets towards the read-only kernel, by box height (bytes per barrier wait), stages and
+// blocks per SM. The measurements behind chapter 08's step 5 (docs/08_cp_async_ptx.md,
+// "The tensor-map step"). Needs sm_90. Build and run from the repository's root:
+//
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I common -I chapters/08_cp_async_ptx \
+//        tools/experiments/tma_boxes.cu common/src/tile_sum.cu -o /tmp/tma_boxes && /tmp/tma_boxes
+//
+// Prints CSV: cols,pitch,box_rows,stages,blocks_per_sm,ms,of_read_only.
+#include "device.cuh"
+
+#include "cml/errors.hpp"
+#include "cml/tile_sum.cuh"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+using namespace ch08;
+
+namespace {
+
+constexpr int kCols = 256;  // box width in words: 1 KiB rows, TMA's widest box
+
+// Every word of each box (TMA zero-fills what lies outside the matrix), summed by the
+// block's threads 16 bytes at a time; the barrier pipeline of chapter 08's step 4.
+__global__ void __launch_bounds__(256) tma_sum(const __grid_constant__ CUtensorMap map, int rows, int cols,
+                                               int box_rows, int stages, Word* partial) {
+  extern __shared__ __align__(128) Word land[];
+  __shared__ std::uint64_t full[8];
+  const int across = (cols + kCols - 1) / kCols, down = (rows + box_rows - 1) / box_rows;
+  const std::size_t boxes = static_cast<std::size_t>(across) * down;
+  const int box_words = box_rows * kCols;
+  const unsigned box_bytes = static_cast<unsigned>(box_words) * 4u;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], 1);
+    fence_proxy_async_shared();
+  }
+  __syncthreads();
+  const auto start = [&](std::size_t k) {
+    const std::size_t t = blockIdx.x + k * gridDim.x;
+    if (t >= boxes) return;
+    const int s = static_cast<int>(k % stages);
+    mbarrier_arrive_expect_tx(&full[s], box_bytes);
+    tensor_load_2d(land + s * box_words, &map, static_cast<int>(t % across) * kCols,
+                   static_cast<int>(t / across) * box_rows, &full[s]);
+  };
+  if (threadIdx.x == 0)
+    for (int k = 0; k + 1 < stages; ++k) start(k);
+  Word acc = 0;
+  for (std::size_t k = 0; blockIdx.x + k * gridDim.x < boxes; ++k) {
+    if (threadIdx.x == 0) start(k + stages - 1);
+    const int s = static_cast<int>(k % stages);
+    while (!mbarrier_try_wait_parity(&full[s], static_cast<unsigned>(k / stages) & 1u)) {
+    }
+    const Word* box = land + s * box_words;
+    for (int p = (threadIdx.x + 128) % 256; p < box_words / 4; p += 256) {
+      const uint4 v = *reinterpret_cast<const uint4*>(box + 4 * p);
+      acc += v.x + v.y + v.z + v.w;
+    }
+    __syncthreads();
+  }
+  cml::tile_sum::finish_block(acc, partial);
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode() {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+}
+
+float time_ms(const std::function<void()>& f) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaEventRecord(a));
+  f();
+  CUDA_CHECK(cudaEventRecord(b));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CUDA_CHECK(cudaFuncSetAttribute(tma_sum, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  const auto enc = encode();
+  std::printf("cols,pitch,box_rows,stages,blocks_per_sm,ms,of_read_only,right\n");
+  for (const std::size_t cols : {std::size_t{8192}, std::size_t{8191}}) {
+    const std::size_t pitch = (cols + 3) / 4 * 4, rows = (std::size_t{1} << 30) / (pitch * 4);
+    std::vector<Word> host(rows * pitch, 0u);
+    Word want = 0;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) want += host[r * pitch + c] = cml::tile_sum::word_at(r * cols + c);
+    Word* d = nullptr;
+    Word* partial = nullptr;
+    CUDA_CHECK(cudaMalloc(&d, host.size() * 4));
+    CUDA_CHECK(cudaMalloc(&partial, 4096 * 4));
+    CUDA_CHECK(cudaMemcpy(d, host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+    for (const int box_rows : {4, 8, 16, 32, 64})
+      for (const int stages : {2, 3, 4, 6, 8})
+        for (const int per_sm : {1, 2, 4}) {
+          const std::size_t smem = static_cast<std::size_t>(stages) * box_rows * kCols * 4;
+          if (per_sm * (smem + 1024) > 227 * 1024 || smem > 200 * 1024) continue;
+          CUtensorMap map{};
+          const cuuint64_t dims[2] = {cols, rows};
+          const cuuint64_t strides[1] = {pitch * 4};
+          const cuuint32_t box[2] = {kCols, static_cast<cuuint32_t>(box_rows)};
+          const cuuint32_t es[2] = {1, 1};
+          if (enc(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, d, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            std::printf("# encode refused box_rows %d\n", box_rows);
+            continue;
+          }
+          const int blocks = per_sm * sms;
+          const auto ro = [&] {
+            cml::tile_sum::sum_read_only(cml::tile_sum::make_job(d, rows * pitch, partial, blocks, 0, 1), nullptr);
+          };
+          const auto tma = [&] {
+            tma_sum<<<blocks, 256, smem>>>(map, static_cast<int>(rows), static_cast<int>(cols), box_rows, stages,
+                                           partial);
+          };
+          tma();
+          CUDA_CHECK(cudaDeviceSynchronize());
+          std::vector<Word> got(static_cast<std::size_t>(blocks));
+          CUDA_CHECK(cudaMemcpy(got.data(), partial, got.size() * 4, cudaMemcpyDeviceToHost));
+          Word sum = 0;
+          for (Word g : got) sum += g;
+          ro();
+          std::vector<float> a, b;
+          for (int rep = 0; rep < 7; ++rep) {
+            a.push_back(time_ms(ro));
+            b.push_back(time_ms(tma));
+          }
+          const double ra = median(a), rb = median(b);
+          std::printf("%zu,%zu,%d,%d,%d,%.4f,%.3f,%d\n", cols, pitch, box_rows, stages, per_sm, rb,
+                      ra / rb * (static_cast<double>(cols) / pitch), sum == want ? 1 : 0);
+          std::fflush(stdout);
+        }
+    CUDA_CHECK(cudaFree(d));
+    CUDA_CHECK(cudaFree(partial));
+  }
+  return 0;
+}
