@@ -8,6 +8,8 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I common tools/experiments/reuse_window.cu -o /tmp/reuse && /tmp/reuse
 //
 // Prints CSV: window,blocks_per_sm,staged_ms,direct_ms,staged_over_direct,right.
+#include "event_timing.hpp"
+
 #include "cml/errors.hpp"
 #include "cml/tile_sum.cuh"
 
@@ -15,12 +17,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <vector>
 
 using cml::tile_sum::Word;
 
 namespace {
+
+using experiments::median;
+using experiments::time_ms;
 
 constexpr int kThreads = 256, kTile = 1024, kMaxWindow = 64;
 
@@ -66,26 +70,6 @@ __global__ void __launch_bounds__(kThreads) direct(const Word* __restrict__ in, 
     }
   }
   cml::tile_sum::finish_block(acc, partial);
-}
-
-float time_ms(const std::function<void()>& f) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  CUDA_CHECK(cudaEventRecord(a));
-  f();
-  CUDA_CHECK(cudaEventRecord(b));
-  CUDA_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  return ms;
-}
-
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 template <int W>

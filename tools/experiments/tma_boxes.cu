@@ -6,8 +6,11 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I common -I chapters/08_cp_async_ptx \
 //        tools/experiments/tma_boxes.cu common/src/tile_sum.cu -o /tmp/tma_boxes && /tmp/tma_boxes
 //
-// Prints CSV: cols,pitch,box_rows,stages,blocks_per_sm,ms,of_read_only.
+// Prints CSV: cols,pitch,box_rows,stages,blocks_per_sm,ms,of_read_only,right (of_read_only:
+// against the read-only kernel at the same blocks per SM; right: the sums checked).
 #include "device.cuh"
+
+#include "event_timing.hpp"
 
 #include "cml/errors.hpp"
 #include "cml/tile_sum.cuh"
@@ -17,12 +20,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <vector>
 
 using namespace ch08;
 
 namespace {
+
+using experiments::median;
+using experiments::time_ms;
 
 constexpr int kCols = 256;  // box width in words: 1 KiB rows, TMA's widest box
 
@@ -72,26 +77,6 @@ PFN_cuTensorMapEncodeTiled_v12000 encode() {
   cudaDriverEntryPointQueryResult found{};
   CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
   return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-}
-
-float time_ms(const std::function<void()>& f) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  CUDA_CHECK(cudaEventRecord(a));
-  f();
-  CUDA_CHECK(cudaEventRecord(b));
-  CUDA_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  return ms;
-}
-
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
