@@ -3,11 +3,13 @@
 // staged (each tile and its halo copied once with 16-byte cp.async, then W reads per output
 // from shared memory) and direct (W reads per output from global memory through the
 // read-only path: the reuse is left to L1). The measurements behind chapter 07's "When
-// staging pays" (docs/07_memcpy_async.md). Build and run from the repository's root:
+// staging pays" (docs/07_memcpy_async.md). Meson builds it
+// (build/tools/experiments/reuse_window); by hand, from the repository's root:
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90 -I common tools/experiments/reuse_window.cu -o /tmp/reuse && /tmp/reuse
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I common tools/experiments/reuse_window.cu -o /tmp/reuse
 //
-// Prints CSV: window,blocks_per_sm,staged_ms,direct_ms,staged_over_direct,right.
+// Prints CSV: window,blocks_per_sm,staged_ms,direct_ms,staged_over_direct (the staged
+// kernel's speed over the direct one's),right (both sums checked).
 #include "event_timing.hpp"
 
 #include "cml/errors.hpp"

@@ -1,11 +1,11 @@
 // A maintainer's experiment, not part of the course: how far a TMA pipeline over a matrix
 // gets towards the read-only kernel, by box height (bytes per barrier wait), stages and
 // blocks per SM. The measurements behind chapter 08's step 5 (docs/08_cp_async_ptx.md,
-// "Bytes per wait: what the plan decides"). Needs sm_90. Build and run from the repository's
-// root:
+// "Bytes per wait: what the plan decides"). Needs sm_90 to run. Meson builds it
+// (build/tools/experiments/tma_boxes); by hand, from the repository's root:
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90 -I common -I chapters/08_cp_async_ptx \
-//        tools/experiments/tma_boxes.cu common/src/tile_sum.cu -o /tmp/tma_boxes && /tmp/tma_boxes
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I common -I chapters/08_cp_async_ptx
+//        tools/experiments/tma_boxes.cu common/src/tile_sum.cu -o /tmp/tma_boxes
 //
 // Prints CSV: cols,pitch,box_rows,stages,blocks_per_sm,ms,of_read_only,right (of_read_only:
 // against the read-only kernel at the same blocks per SM; right: the sums checked).
