@@ -879,8 +879,8 @@ TEST_CASE("step 5: copy-bound, the TMA pipeline at tma_plan reaches kTmaOverRead
                        "sum_tma with boxes of " + std::to_string(plan.box_rows) + " rows at " +
                            std::to_string(plan.stages) + " stages, 4 blocks per SM, no compute",
                        "the read-only kernel",
-                       ": each wait costs a barrier round trip whatever it brings — boxes of 4 rows (4 KiB) stay near "
-                       "0.8; bring more per wait, in stages that fit 4 blocks per SM (step 5; ./lab hint 08)");
+                       ": each box costs its block a fixed time whatever it brings — boxes of 4 rows (4 KiB) stay "
+                       "near 0.8; bring more per wait, in stages that fit 4 blocks per SM (step 5; ./lab hint 08)");
 }
 
 // ---- Both sides of the bars, for the maintainer ------------------------------------------

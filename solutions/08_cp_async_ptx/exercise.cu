@@ -295,9 +295,10 @@ void sum_bulk(const Job& job, cudaStream_t stream) {
 
 // ---- Step 5 ----------------------------------------------------------------------------------
 
-// 16 rows of 1 KiB per box: 16 KiB per barrier wait. A wait costs a barrier round trip
-// however many bytes it brings: 4 KiB boxes stay near 0.8 of the read-only kernel at 4
-// blocks per SM on the H200, 8 KiB and more reach 0.95 (docs/08_cp_async_ptx.md, "Step 5").
+// 16 rows of 1 KiB per box: 16 KiB per barrier wait. Each box costs its block a fixed time
+// in the loop however many bytes it brings: 4 KiB boxes stay near 0.8 of the read-only
+// kernel at 4 blocks per SM on the H200, 8 KiB and more reach 0.95 (docs/08_cp_async_ptx.md,
+// "Bytes per wait").
 // 3 stages x 16 KiB = 48 KiB per block, 4 blocks per SM in the SM's 228 KiB.
 constexpr TmaPlan kPlan{16, 3};
 constexpr int kPlanBoxWords = kPlan.box_rows * kBoxCols;
