@@ -3,16 +3,14 @@
 // staged (each tile and its halo copied once with 16-byte cp.async, then W reads per output
 // from shared memory) and direct (W reads per output from global memory through the
 // read-only path: the reuse is left to L1). The measurements behind chapter 07's "When
-// staging pays" (docs/07_memcpy_async.md). Meson builds it
-// (build/tools/experiments/reuse_window); by hand, from the repository's root:
-//
-//   nvcc -std=c++17 -O3 -arch=sm_90 -I common tools/experiments/reuse_window.cu -o /tmp/reuse
+// staging pays" (docs/07_memcpy_async.md). Meson builds it with the course (common/'s
+// timing and tiled-sum helpers); run build/tools/experiments/reuse_window on a GPU.
 //
 // Prints CSV: window,blocks_per_sm,staged_ms,direct_ms,staged_over_direct (the staged
 // kernel's speed over the direct one's),right (both sums checked).
-#include "event_timing.hpp"
-
 #include "cml/errors.hpp"
+#include "cml/stream.hpp"
+#include "cml/timing.hpp"
 #include "cml/tile_sum.cuh"
 
 #include <cuda_pipeline.h>
@@ -25,8 +23,8 @@ using cml::tile_sum::Word;
 
 namespace {
 
-using experiments::median;
-using experiments::time_ms;
+// Both kernels of a configuration alternate, after a warm-up: medians of 7.
+constexpr cml::TimingOptions kTiming{2, 7};
 
 constexpr int kThreads = 256, kTile = 1024, kMaxWindow = 64;
 
@@ -75,7 +73,8 @@ __global__ void __launch_bounds__(kThreads) direct(const Word* __restrict__ in, 
 }
 
 template <int W>
-void measure(const Word* d, std::size_t n, Word* partial, const std::vector<Word>& prefix, int sms) {
+void measure(const Word* d, std::size_t n, Word* partial, const std::vector<Word>& prefix, int sms,
+             cudaStream_t stream) {
   Word want = 0;
   for (std::size_t i = 0; i < n; ++i) want += prefix[std::min(i + W, n)] - prefix[i];
   for (const int per_sm : {2, 4, 8}) {
@@ -87,20 +86,22 @@ void measure(const Word* d, std::size_t n, Word* partial, const std::vector<Word
       for (Word g : got) s += g;
       return s;
     };
-    const auto a = [&] { staged<W><<<blocks, kThreads>>>(d, n, partial); };
-    const auto b = [&] { direct<W><<<blocks, kThreads>>>(d, n, partial); };
-    a();
-    CUDA_CHECK(cudaDeviceSynchronize());
+    const cml::Work a = [&](cudaStream_t s) {
+      staged<W><<<blocks, kThreads, 0, s>>>(d, n, partial);
+      CUDA_CHECK_LAUNCH();
+    };
+    const cml::Work b = [&](cudaStream_t s) {
+      direct<W><<<blocks, kThreads, 0, s>>>(d, n, partial);
+      CUDA_CHECK_LAUNCH();
+    };
+    a(stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
     const bool right_a = sum_of() == want;
-    b();
-    CUDA_CHECK(cudaDeviceSynchronize());
+    b(stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
     const bool right_b = sum_of() == want;
-    std::vector<float> ta, tb;
-    for (int rep = 0; rep < 7; ++rep) {
-      ta.push_back(time_ms(a));
-      tb.push_back(time_ms(b));
-    }
-    const double ma = median(ta), mb = median(tb);
+    const auto st = cml::time_interleaved({a, b}, stream, kTiming);
+    const double ma = st[0].median_ms, mb = st[1].median_ms;
     std::printf("%d,%d,%.4f,%.4f,%.3f,%d\n", W, per_sm, ma, mb, mb / ma, right_a && right_b ? 1 : 0);
     std::fflush(stdout);
   }
@@ -123,14 +124,15 @@ int main() {
   CUDA_CHECK(cudaMalloc(&d, host.size() * 4));
   CUDA_CHECK(cudaMalloc(&partial, 4096 * 4));
   CUDA_CHECK(cudaMemcpy(d, host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+  const cml::Stream stream;
   std::printf("window,blocks_per_sm,staged_ms,direct_ms,staged_over_direct,right\n");
-  measure<1>(d, n, partial, prefix, sms);
-  measure<2>(d, n, partial, prefix, sms);
-  measure<4>(d, n, partial, prefix, sms);
-  measure<8>(d, n, partial, prefix, sms);
-  measure<16>(d, n, partial, prefix, sms);
-  measure<32>(d, n, partial, prefix, sms);
-  measure<64>(d, n, partial, prefix, sms);
+  measure<1>(d, n, partial, prefix, sms, stream);
+  measure<2>(d, n, partial, prefix, sms, stream);
+  measure<4>(d, n, partial, prefix, sms, stream);
+  measure<8>(d, n, partial, prefix, sms, stream);
+  measure<16>(d, n, partial, prefix, sms, stream);
+  measure<32>(d, n, partial, prefix, sms, stream);
+  measure<64>(d, n, partial, prefix, sms, stream);
   CUDA_CHECK(cudaFree(d));
   CUDA_CHECK(cudaFree(partial));
   return 0;

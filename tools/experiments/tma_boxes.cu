@@ -1,25 +1,22 @@
 // A maintainer's experiment, not part of the course: how far a TMA pipeline over a matrix
 // gets towards the read-only kernel, by box height (bytes per barrier wait), stages and
 // blocks per SM. The measurements behind chapter 08's step 5 (docs/08_cp_async_ptx.md,
-// "Bytes per wait: what the plan decides"). Needs sm_90 to run. Meson builds it
-// (build/tools/experiments/tma_boxes); by hand, from the repository's root:
-//
-//   nvcc -std=c++17 -O3 -arch=sm_90 -I common -I chapters/08_cp_async_ptx
-//        tools/experiments/tma_boxes.cu common/src/tile_sum.cu -o /tmp/tma_boxes
+// "Bytes per wait: what the plan decides"). Meson builds it with the course (common/'s
+// timing and tiled-sum helpers, chapter 08's PTX wrappers); run
+// build/tools/experiments/tma_boxes on an sm_90 GPU.
 //
 // Prints CSV: cols,pitch,box_rows,stages,blocks_per_sm,ms,of_read_only,right (of_read_only:
 // against the read-only kernel at the same blocks per SM; right: the sums checked).
 #include "device.cuh"
 
-#include "event_timing.hpp"
-
 #include "cml/errors.hpp"
+#include "cml/stream.hpp"
+#include "cml/timing.hpp"
 #include "cml/tile_sum.cuh"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -27,8 +24,8 @@ using namespace ch08;
 
 namespace {
 
-using experiments::median;
-using experiments::time_ms;
+// Both kernels of a configuration alternate, after a warm-up: medians of 7.
+constexpr cml::TimingOptions kTiming{2, 7};
 
 constexpr int kCols = 256;  // box width in words: 1 KiB rows, TMA's widest box
 
@@ -87,6 +84,7 @@ int main() {
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   CUDA_CHECK(cudaFuncSetAttribute(tma_sum, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
   const auto enc = encode();
+  const cml::Stream stream;
   std::printf("cols,pitch,box_rows,stages,blocks_per_sm,ms,of_read_only,right\n");
   for (const std::size_t cols : {std::size_t{8192}, std::size_t{8191}}) {
     const std::size_t pitch = (cols + 3) / 4 * 4, rows = (std::size_t{1} << 30) / (pitch * 4);
@@ -116,26 +114,22 @@ int main() {
             continue;
           }
           const int blocks = per_sm * sms;
-          const auto ro = [&] {
-            cml::tile_sum::sum_read_only(cml::tile_sum::make_job(d, rows * pitch, partial, blocks, 0, 1), nullptr);
+          const cml::Work ro = [&](cudaStream_t s) {
+            cml::tile_sum::sum_read_only(cml::tile_sum::make_job(d, rows * pitch, partial, blocks, 0, 1), s);
           };
-          const auto tma = [&] {
-            tma_sum<<<blocks, 256, smem>>>(map, static_cast<int>(rows), static_cast<int>(cols), box_rows, stages,
-                                           partial);
+          const cml::Work tma = [&](cudaStream_t s) {
+            tma_sum<<<blocks, 256, smem, s>>>(map, static_cast<int>(rows), static_cast<int>(cols), box_rows, stages,
+                                              partial);
+            CUDA_CHECK_LAUNCH();
           };
-          tma();
-          CUDA_CHECK(cudaDeviceSynchronize());
+          tma(stream);
+          CUDA_CHECK(cudaStreamSynchronize(stream));
           std::vector<Word> got(static_cast<std::size_t>(blocks));
           CUDA_CHECK(cudaMemcpy(got.data(), partial, got.size() * 4, cudaMemcpyDeviceToHost));
           Word sum = 0;
           for (Word g : got) sum += g;
-          ro();
-          std::vector<float> a, b;
-          for (int rep = 0; rep < 7; ++rep) {
-            a.push_back(time_ms(ro));
-            b.push_back(time_ms(tma));
-          }
-          const double ra = median(a), rb = median(b);
+          const auto st = cml::time_interleaved({ro, tma}, stream, kTiming);
+          const double ra = st[0].median_ms, rb = st[1].median_ms;
           std::printf("%zu,%zu,%d,%d,%d,%.4f,%.3f,%d\n", cols, pitch, box_rows, stages, per_sm, rb,
                       ra / rb * (static_cast<double>(cols) / pitch), sum == want ? 1 : 0);
           std::fflush(stdout);
