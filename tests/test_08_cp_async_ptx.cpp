@@ -437,8 +437,8 @@ constexpr double kFastOverPipeline = 1.035;
 //   after the wait, no tile ahead: 1.0).
 constexpr double kBulkStagesOverOne = 1.35;
 //   Step 5, 4 blocks per SM: the TMA pipeline at the learner's plan over the read-only
-//   kernel (the solution's 16-row boxes about 0.95; 4 KiB boxes, one tile per wait, about
-//   0.8 on the H200; docs/08, "Speed bars").
+//   kernel (the mistake: 4 KiB boxes, one tile per wait, about 0.8 on the H200; docs/08,
+//   "Speed bars", has both sides).
 constexpr double kTmaOverReadOnly = 0.865;
 
 }  // namespace

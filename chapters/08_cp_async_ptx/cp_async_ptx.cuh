@@ -119,7 +119,8 @@ inline constexpr int kBoxCols = 256;
 inline constexpr int kMaxBoxRows = 256;
 
 // Your choice for step 5 (exercise.cu's tma_plan): the box's rows (1..kMaxBoxRows) and the
-// stages (1..kMaxStages) the bench and the speed test run sum_tma with, at 4 blocks per SM.
+// stages (1..kMaxStages) the speed test runs sum_tma with, at 4 blocks per SM (--mode=tma
+// times every stage count and marks the plan's).
 // sum_tma must still be right at every stage count 1..kMaxStages with that box.
 struct TmaPlan {
   int box_rows;
