@@ -174,10 +174,10 @@ void sum_bulk(const Job& job, cudaStream_t stream) {
 
 // TODO(5): (sm_90) your plan for the tensor-map pipeline: how many rows each box has (the
 // bytes one barrier wait brings) and how many stages the speed test runs it with, at 4
-// blocks per SM. Constraint: the read-only kernel streams the same matrix at
-// close to the memory's speed; reach 0.9 of it. Each box costs its block a fixed time in
-// its loop, and each stage holds a box of the SM's shared memory: measure (./lab run 08 --
-// --mode=tma) rather than guess. Every stage count 1..kMaxStages must still launch.
+// blocks per SM. Constraint: the read-only kernel streams the same matrix at close to the
+// memory's speed; reach 0.9 of it. Each box costs its block a fixed time in its loop, and
+// each stage holds a box of the SM's shared memory: measure (./lab run 08 -- --mode=tma)
+// rather than guess. Every stage count 1..kMaxStages must still launch.
 TmaPlan tma_plan() { return {4, 3}; }
 
 // TODO(5): the tensor map of a matrix: the descriptor from which the copy engine finds a
