@@ -6,6 +6,7 @@
 //   ./lab run 01 -- --mode=batch       one part: bandwidth | batch | crossover | zerocopy
 //   ./lab run 01 --solution            the same with the reference solution
 #include "harness.hpp"
+#include "program/modes.hpp"
 #include "program/reference_copies.hpp"
 #include "program/what_cuda_sees.hpp"
 #include "transfers.cuh"
@@ -33,19 +34,8 @@ using cml::fixed;
 using cml::format_bytes;
 using cml::format_noise;
 
-struct Settings {
-  std::string mode = "all";
-  std::size_t max_bytes = 256ull << 20;
-  std::size_t pieces = 1024;
-  std::size_t piece_bytes = 4096;
-  int reads = 8;
-};
-
-struct Context {
-  Settings s;
-  cml::Run run;
-  cml::Stream stream{};  // created once open_run has selected the device
-};
+using ch01::Context;
+using ch01::Settings;
 
 // ---- Part 1: bandwidth over sizes --------------------------------------------------------
 
