@@ -1,10 +1,11 @@
 // Chapter 01 — host<->device transfers (CUDA C++ Best Practices Guide §9.1).
 // Measures what the three steps of exercise.cu change: pageable vs pinned vs registered
-// bandwidth over sizes, many small copies vs one batched copy, and zero-copy reads.
+// bandwidth over sizes, many small copies vs one batched copy, and zero-copy reads; then
+// what mapped memory needs and how to use it well (program/mapped_*.cu).
 //
-//   ./lab run 01                       everything, with your exercise.cu
-//   ./lab run 01 -- --mode=batch       one part: bandwidth | batch | crossover | zerocopy
-//   ./lab run 01 --solution            the same with the reference solution
+//   ./lab run 01                          every mode in all, with your exercise.cu
+//   ./lab run 01 -- --mode=batch          one part: bandwidth | batch | crossover | zerocopy | mapped-setup
+//   ./lab run 01 --solution               the same with the reference solution
 #include "harness.hpp"
 #include "program/modes.hpp"
 #include "program/reference_copies.hpp"
@@ -261,6 +262,8 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"batch", "many small copies vs one batched copy", batch},
     {"crossover", "the piece size where batching stops paying", crossover},
     {"zerocopy", "a kernel reading mapped host memory vs a copy", zerocopy},
+    {"mapped-setup", "what this GPU and process report about mapped memory; a kernel reads cudaMallocHost memory",
+     ch01::mapped_setup},
 };
 
 int run(int argc, char** argv) {

@@ -1,5 +1,8 @@
-// Chapter 01 — what the program's files share: its settings and the context every mode runs
-// in. main.cu parses, opens the run and dispatches. Program only: the tests never include it.
+// Chapter 01 — what the program's files share: its settings, the context every mode runs in,
+// and the modes that live outside main.cu: those that take the Best Practices Guide's
+// zero-copy section (§9.1.3) further than step 3 does. mapped_setup.cu: what this GPU and
+// process say about mapped memory.
+// main.cu parses, opens the run and dispatches. Program only: the tests never include it.
 #pragma once
 
 #include "cml/run.hpp"
@@ -23,5 +26,9 @@ struct Context {
   cml::Run run;
   cml::Stream stream{};  // created once open_run has selected the device
 };
+
+// --mode=mapped-setup: the attributes and flags that decide whether, and how, a kernel may
+// use host memory; a cudaMallocHost allocation read by a kernel through its host pointer.
+bool mapped_setup(Context& c);
 
 }  // namespace ch01
