@@ -5,6 +5,7 @@
 //
 //   ./lab run 01                          every mode in all, with your exercise.cu
 //   ./lab run 01 -- --mode=batch          one part: bandwidth | batch | crossover | zerocopy | mapped-setup
+//   ./lab run 01 -- --mode=mapped-access  a mode not in all
 //   ./lab run 01 --solution               the same with the reference solution
 #include "harness.hpp"
 #include "program/modes.hpp"
@@ -264,6 +265,8 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"zerocopy", "a kernel reading mapped host memory vs a copy", zerocopy},
     {"mapped-setup", "what this GPU and process report about mapped memory; a kernel reads cudaMallocHost memory",
      ch01::mapped_setup},
+    {"mapped-access", "mapped memory read coalesced vs each lane in another 128-byte line (not in all)",
+     ch01::mapped_access, false},
 };
 
 int run(int argc, char** argv) {

@@ -1,7 +1,7 @@
 // Chapter 01 — what the program's files share: its settings, the context every mode runs in,
 // and the modes that live outside main.cu: those that take the Best Practices Guide's
 // zero-copy section (§9.1.3) further than step 3 does. mapped_setup.cu: what this GPU and
-// process say about mapped memory.
+// process say about mapped memory; mapped_access.cu: coalesced against strided reads of it.
 // main.cu parses, opens the run and dispatches. Program only: the tests never include it.
 #pragma once
 
@@ -30,5 +30,8 @@ struct Context {
 // --mode=mapped-setup: the attributes and flags that decide whether, and how, a kernel may
 // use host memory; a cudaMallocHost allocation read by a kernel through its host pointer.
 bool mapped_setup(Context& c);
+// --mode=mapped-access: mapped host memory read coalesced, and the same bytes read with each
+// lane of a warp in a different 128-byte line.
+bool mapped_access(Context& c);
 
 }  // namespace ch01
