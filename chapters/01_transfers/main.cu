@@ -1,11 +1,14 @@
 // Chapter 01 — host<->device transfers (CUDA C++ Best Practices Guide §9.1).
 // Measures what the three steps of exercise.cu change: pageable vs pinned vs registered
-// bandwidth over sizes, many small copies vs one batched copy, and zero-copy reads.
+// bandwidth over sizes, many small copies vs one batched copy, and zero-copy reads; then
+// what mapped memory needs and how to use it well (program/mapped_*.cu).
 //
-//   ./lab run 01                       everything, with your exercise.cu
-//   ./lab run 01 -- --mode=batch       one part: bandwidth | batch | crossover | zerocopy
-//   ./lab run 01 --solution            the same with the reference solution
+//   ./lab run 01                          every mode in all, with your exercise.cu
+//   ./lab run 01 -- --mode=batch          one part: bandwidth | batch | crossover | zerocopy | mapped-setup
+//   ./lab run 01 -- --mode=mapped-access  a mode not in all (also mapped-overlap)
+//   ./lab run 01 --solution               the same with the reference solution
 #include "harness.hpp"
+#include "program/modes.hpp"
 #include "program/reference_copies.hpp"
 #include "program/what_cuda_sees.hpp"
 #include "transfers.cuh"
@@ -33,19 +36,8 @@ using cml::fixed;
 using cml::format_bytes;
 using cml::format_noise;
 
-struct Settings {
-  std::string mode = "all";
-  std::size_t max_bytes = 256ull << 20;
-  std::size_t pieces = 1024;
-  std::size_t piece_bytes = 4096;
-  int reads = 8;
-};
-
-struct Context {
-  Settings s;
-  cml::Run run;
-  cml::Stream stream{};  // created once open_run has selected the device
-};
+using ch01::Context;
+using ch01::Settings;
 
 // ---- Part 1: bandwidth over sizes --------------------------------------------------------
 
@@ -271,6 +263,12 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"batch", "many small copies vs one batched copy", batch},
     {"crossover", "the piece size where batching stops paying", crossover},
     {"zerocopy", "a kernel reading mapped host memory vs a copy", zerocopy},
+    {"mapped-setup", "what this GPU and process report about mapped memory; a kernel reads cudaMallocHost memory",
+     ch01::mapped_setup},
+    {"mapped-access", "mapped memory read coalesced vs each lane in another 128-byte line (not in all)",
+     ch01::mapped_access, false},
+    {"mapped-overlap", "a kernel reading and writing mapped memory vs copy, kernel, copy on one stream (not in all)",
+     ch01::mapped_overlap, false},
 };
 
 int run(int argc, char** argv) {
@@ -279,16 +277,19 @@ int run(int argc, char** argv) {
                                   "Chapter 01 - host<->device transfers: pageable vs pinned vs registered memory,\n"
                                   "many small copies vs one batched copy, zero-copy mapped memory.",
                                   kModes, s.mode);
-  cli.size("size", s.max_bytes, 4096, 1ull << 40, "largest transfer of the sweep, and the zero-copy buffer")
+  cli.size("size", s.max_bytes, 4096, 1ull << 40,
+           "largest transfer of the sweep, and the buffer of the zero-copy and mapped modes")
       .integer("pieces", s.pieces, 1, 1 << 20, "small pieces in the batching comparison")
       .size("piece-size", s.piece_bytes, 1, 16ull << 20, "bytes per piece")
       .integer("reads", s.reads, 2, 1000, "how many passes the zero-copy comparison's repeated read makes");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   if (s.max_bytes % sizeof(std::uint32_t) != 0) throw cml::UsageError("--size: must be a multiple of 4 bytes");
 
-  // Largest device footprint: the crossover's 256 KiB pieces, or the sweep's buffer.
+  // Largest device footprint: the crossover's 256 KiB pieces, or the sweep's buffer (two of
+  // them for mapped-overlap's copies: input and output).
   const std::uint64_t batch_bytes = 2 * s.pieces * std::max<std::uint64_t>(s.piece_bytes, 256 * 1024);
-  Context c{s, cml::open_run(cli, cml::Footprint{std::max<std::uint64_t>(s.max_bytes, batch_bytes), "--size/--pieces"})};
+  const std::uint64_t data_bytes = (s.mode == "mapped-overlap" ? 2 : 1) * std::uint64_t{s.max_bytes};
+  Context c{s, cml::open_run(cli, cml::Footprint{std::max(data_bytes, batch_bytes), "--size/--pieces"})};
   return cml::finish(cml::run_modes(kModes, s.mode, c));
 }
 
