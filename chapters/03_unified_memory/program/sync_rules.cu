@@ -185,7 +185,7 @@ bool during_kernel(const cml::Run& run, const cml::ManagedBuffer<unsigned>& tabl
     const char* otherwise;
   };
   const std::vector<Touch> touches = {
-      {"pinned (cudaMallocHost)", pinned.data(), ""},
+      {"pinned (cudaHostAlloc, default flags: what cudaMallocHost gives)", pinned.data(), ""},
       {"mapped (cudaHostAllocMapped, the kernel could read it)", mapped.data(), ""},
       {"managed, a buffer the kernel does not use", other.data(),
        "not run: with concurrentManagedAccess = 0 the guide says this faults, even though the kernel never uses it"},
