@@ -241,11 +241,13 @@ bool plan_sweep(Context& c) {
   return true;
 }
 
-bool chunks(Context& c) { return ch02::chunk_curve(c.work.problem, c.measured, c.s.max_chunks, c.run, c.stream); }
+bool formula_over_chunks(Context& c) {
+  return ch02::chunk_curve(c.work.problem, c.measured, c.s.max_chunks, c.run, c.stream);
+}
 
 // At --chunks, else the plan's chunk count; a plan of one or two chunks has nothing for one
 // kernel stream to show, so 32 then.
-bool kernel_stream(Context& c) {
+bool one_kernel_stream(Context& c) {
   std::size_t chunks = c.plan.chunks;
   if (c.s.chunks == 0 && chunks < 3) {
     std::printf("(the plan has %zu chunk(s), too few to overlap: 32 chunks instead; --chunks=K sets it)\n", chunks);
@@ -259,9 +261,10 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"sequential", "the same table, without checking or tracing the staged pipeline", sequential},
     {"shmoo", "the speed-up and its bounds over cycles 0..max-cycles", shmoo},
     {"plan", "every streams x chunks x issue order combination", plan_sweep},
-    {"chunks", "the pipeline formula's speed-up at 1..max-chunks equal chunks, beside the measured one", chunks},
+    {"chunks", "the pipeline formula's speed-up at 1..max-chunks equal chunks, beside the measured one",
+     formula_over_chunks},
     {"kernel-stream", "every chunk's kernel on one stream and the copies on others, against a stream per chunk, traced",
-     kernel_stream},
+     one_kernel_stream},
 };
 
 // Both pipelines must compute right before either is measured (staged is not run in
