@@ -65,6 +65,11 @@ struct Workload {
 // `issue` (which enqueues a pipeline over p), waits for the device, and checks every output
 // element against expected().
 cml::VerifyResult verify_pipeline(const Problem& p, const std::function<void()>& issue);
+// The same against `want` (expected_output(p)), for a program that checks many runs of one
+// problem and computes the reference once.
+cml::VerifyResult verify_pipeline(const Problem& p, const std::function<void()>& issue, const std::vector<int>& want);
+// What p's output must hold: expected() of every input element.
+std::vector<int> expected_output(const Problem& p);
 
 // ---- Where the kernel takes as long as a copy -------------------------------------------
 

@@ -6,10 +6,14 @@
 //   ./lab run 02                                   your plan at the balanced point
 //   ./lab run 02 -- --mode=shmoo                   cycles 0..4096: the handbook's figure
 //   ./lab run 02 -- --mode=plan                    streams x chunks x issue order
+//   ./lab run 02 -- --mode=chunks                  the pipeline formula over 1..32 chunks
+//   ./lab run 02 -- --mode=kernel-stream           every chunk's kernel on one stream
 //   ./lab run 02 -- --breaker=all                  what breaks concurrency, measured
 //   ./lab run 02 -- --streams=32 --connections=1   false dependencies between streams
 #include "harness.hpp"
 #include "program/breakers.hpp"
+#include "program/chunk_curve.hpp"
+#include "program/kernel_stream.hpp"
 #include "program/staged_vs_sequential.hpp"
 #include "streams.cuh"
 
@@ -43,6 +47,7 @@ struct Settings {
   int max_cycles = 4096, step = 256;
   int streams = 0;  // 0: the learner's plan
   std::size_t chunks = 0;
+  std::size_t max_chunks = 32;  // --mode=chunks
   std::string issue = "plan";
   int connections = 0;
   std::size_t n() const { return bytes / sizeof(int); }
@@ -236,11 +241,30 @@ bool plan_sweep(Context& c) {
   return true;
 }
 
+bool formula_over_chunks(Context& c) {
+  return ch02::chunk_curve(c.work.problem, c.measured, c.s.max_chunks, c.run, c.stream);
+}
+
+// At --chunks, else the plan's chunk count; a plan of one or two chunks has nothing for one
+// kernel stream to show, so 32 then.
+bool one_kernel_stream(Context& c) {
+  std::size_t chunks = c.plan.chunks;
+  if (c.s.chunks == 0 && chunks < 3) {
+    std::printf("(the plan has %zu chunk(s), too few to overlap: 32 chunks instead; --chunks=K sets it)\n", chunks);
+    chunks = 32;
+  }
+  return ch02::kernel_stream(c.work.problem, chunks, c.run, c.stream);
+}
+
 const std::vector<cml::Mode<Context>> kModes = {
     {"staged", "sequential against your staged pipeline, with the trace of its overlap", staged},
     {"sequential", "the same table, without checking or tracing the staged pipeline", sequential},
     {"shmoo", "the speed-up and its bounds over cycles 0..max-cycles", shmoo},
     {"plan", "every streams x chunks x issue order combination", plan_sweep},
+    {"chunks", "the pipeline formula's speed-up at 1..max-chunks equal chunks, beside the measured one",
+     formula_over_chunks},
+    {"kernel-stream", "every chunk's kernel on one stream and the copies on others, against a stream per chunk, traced",
+     one_kernel_stream},
 };
 
 // Both pipelines must compute right before either is measured (staged is not run in
@@ -266,6 +290,7 @@ int run(int argc, char** argv) {
       .integer("step", s.step, 1, 1 << 20, "the shmoo's cycles step")
       .integer("streams", s.streams, 0, 1024, "streams (0: your choose_plan)")
       .integer("chunks", s.chunks, 0, 1 << 20, "chunks (0: your choose_plan)")
+      .integer("max-chunks", s.max_chunks, 1, 1024, "the largest chunk count of --mode=chunks")
       .choice("issue", s.issue, {"plan", "breadth", "depth"}, "issue order (plan: your choose_plan)")
       .choice("breaker", s.breaker, breaker_names, "apply one way of breaking concurrency, or all of them in turn")
       .integer("connections", s.connections, 0, 32, "sets CUDA_DEVICE_MAX_CONNECTIONS for this run (0: leave it)");

@@ -6,7 +6,9 @@
 shmoo.png: speed-up against cycles with the classic and contention-aware bounds, like the
 CUDA Handbook's figures 6-7 and 6-8; timeline.png: a Gantt chart of one sequential and
 one staged run (one row per engine and stream), from the CUPTI trace; breakers.png: the
-timeline of each breaker.
+timeline of each breaker; chunks.png (--mode=chunks): the measured speed-up against the
+chunk count beside the pipeline formula's; layouts.png (--mode=kernel-stream): the
+timeline of each stream layout.
 """
 import sys
 from pathlib import Path
@@ -38,6 +40,26 @@ def plot_shmoo(folder, title):
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(folder / "shmoo.png", dpi=120)
+
+
+def plot_chunks(folder, title):
+    rows = read(folder / "chunks.csv")
+    x = [int(r["chunks"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(x, [float(r["speed-up"]) for r in rows], marker="o", label="measured (equal chunks)")
+    ax.plot(x, [float(r["formula"]) for r in rows], linestyle="--", label="formula: S / (W + (S - W) / C)")
+    ax.plot(x, [float(r["formula, link shared"]) for r in rows], linestyle=":",
+            label="formula, both copy directions sharing the link")
+    ax.plot(x, [float(r["formula, link shared + chunk cost"]) for r in rows], linestyle="-.",
+            label="the same, plus each chunk's fixed cost")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("chunks C")
+    ax.set_ylabel("speed-up over sequential")
+    ax.set_title(f"The pipeline formula against the chunk count: {title}", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(folder / "chunks.png", dpi=120)
 
 
 def lanes(rows):
@@ -89,6 +111,13 @@ def main(argv):
         wrote.append(folder / "shmoo.png")
     t = plot_timelines(folder, title, [("sequential", "timeline_sequential.csv"), ("staged", "timeline_staged.csv")],
                        "timeline.png")
+    if t:
+        wrote.append(t)
+    if (folder / "chunks.csv").exists():
+        plot_chunks(folder, title)
+        wrote.append(folder / "chunks.png")
+    layouts = [(name, f"layout_{name}.csv") for name in ("chunk-streams", "kernel-stream", "engine-streams")]
+    t = plot_timelines(folder, title, layouts, "layouts.png")
     if t:
         wrote.append(t)
     breakers = sorted(p.name for p in folder.glob("timeline_*.csv")

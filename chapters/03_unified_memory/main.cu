@@ -8,7 +8,9 @@
 //   ./lab run 03 -- --mode=strategies      on-demand vs prefetch vs explicit, to the GPU
 //   ./lab run 03 -- --mode=back            the way back to the CPU, and what helps
 //   ./lab run 03 -- --mode=streams         per-thread default stream; what attach changes
+//   ./lab run 03 -- --mode=sync-rules      which calls count as synchronisation, checked
 #include "harness.hpp"
+#include "program/sync_rules.hpp"
 #include "unified_memory.cuh"
 
 #include "cml/errors.hpp"
@@ -253,11 +255,16 @@ bool run_streams(Context& c) {
   return true;
 }
 
+bool run_sync_rules(Context& c) { return ch03::sync_rules(c.run, c.table, c.s.bytes); }
+
 const std::vector<cml::Mode<Context>> kModes = {
     {"threads", "the threads' rounds, checked", run_threads},
     {"strategies", "on demand vs prefetch vs explicit copy, to the GPU", run_strategies},
     {"back", "the way back to the CPU, and what helps", run_way_back},
     {"streams", "the per-thread default stream; what attach changes", run_streams},
+    // Not in "all": it shows rules, measures nothing for the figures, and runs a deliberate race.
+    {"sync-rules", "which calls count as synchronisation for managed memory, and what the host may touch while a "
+                   "kernel runs, checked", run_sync_rules, false},
 };
 
 int run(int argc, char** argv) {
@@ -280,9 +287,11 @@ int run(int argc, char** argv) {
     // Managed memory may exceed what the GPU has free where concurrentManagedAccess = 1 (the
     // driver evicts pages to the host), but the run then measures eviction, and on a shared
     // or virtualised GPU it can stall for a long time: the course stays within what is free
-    // and refuses the rest. Every mode but the threads also holds a device buffer of --size.
+    // and refuses the rest. Every mode but the threads and the sync rules also holds a device
+    // buffer of --size.
     const std::uint64_t managed = s.bytes + s.table_n * sizeof(unsigned);
-    return cml::Footprint{managed + (s.mode == "threads" ? 0 : s.bytes), "--size (managed + device buffers)"};
+    const bool managed_only = s.mode == "threads" || s.mode == "sync-rules";
+    return cml::Footprint{managed + (managed_only ? 0 : s.bytes), "--size (managed + device buffers)"};
   });
   explain(run.facts);
   // The table's owner advises it once, before any lane starts (step 4).

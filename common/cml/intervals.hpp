@@ -22,6 +22,10 @@ std::uint64_t union_length(const std::vector<Interval>& xs);
 // Time during which at least one interval of `a` and at least one of `b` are in flight.
 std::uint64_t overlap_length(const std::vector<Interval>& a, const std::vector<Interval>& b);
 
+// Time during which at least two intervals of `xs` are in flight at once (touching ones do
+// not overlap): how long two kernels of one trace ran together, for example.
+std::uint64_t self_overlap_length(const std::vector<Interval>& xs);
+
 // From the earliest start to the latest end ({0,0} when empty).
 Interval span(const std::vector<Interval>& xs);
 

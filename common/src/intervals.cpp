@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 namespace cml {
 
@@ -47,6 +48,26 @@ std::uint64_t overlap_length(const std::vector<Interval>& a, const std::vector<I
       ++i;
     else
       ++j;
+  }
+  return total;
+}
+
+std::uint64_t self_overlap_length(const std::vector<Interval>& xs) {
+  // A sweep over the ends: +1 at each start, -1 at each end, and the time between two
+  // consecutive points counts when two or more are in flight. At equal times ends come
+  // first, so [0,5) and [5,9) never count as two at once.
+  std::vector<std::pair<std::uint64_t, int>> points;
+  for (const Interval& x : xs)
+    if (x.length() > 0) {
+      points.emplace_back(x.start, +1);
+      points.emplace_back(x.end, -1);
+    }
+  std::sort(points.begin(), points.end());  // (t, -1) sorts before (t, +1)
+  std::uint64_t total = 0;
+  int in_flight = 0;
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    if (k > 0 && in_flight >= 2) total += points[k].first - points[k - 1].first;
+    in_flight += points[k].second;
   }
   return total;
 }

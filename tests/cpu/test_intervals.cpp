@@ -136,3 +136,18 @@ TEST_CASE("an interval whose end precedes its start has zero length", "[cpu][int
   CHECK(Interval{10, 5}.length() == 0);
   CHECK(cml::merge({{10, 5}}).empty());
 }
+
+TEST_CASE("self overlap counts the time two or more intervals of one list run at once", "[cpu][intervals]") {
+  CHECK(cml::self_overlap_length({{0, 10}, {5, 15}}) == 5);
+  // Three at once still counts once: [4,6) has three, [2,4) and [6,8) two.
+  CHECK(cml::self_overlap_length({{0, 8}, {2, 10}, {4, 6}}) == 6);
+  CHECK(cml::self_overlap_length({{0, 100}, {10, 20}, {50, 60}}) == 20);
+}
+
+TEST_CASE("self overlap of back-to-back intervals is zero", "[cpu][intervals]") {
+  // One stream's kernels: each starts where the last ended, so none ran together.
+  CHECK(cml::self_overlap_length({{0, 5}, {5, 9}, {9, 12}}) == 0);
+  CHECK(cml::self_overlap_length({{20, 30}, {0, 10}}) == 0);
+  CHECK(cml::self_overlap_length({{3, 3}, {3, 3}}) == 0);
+  CHECK(cml::self_overlap_length({}) == 0);
+}
