@@ -9,6 +9,7 @@
 //   ./lab run 04 -- --dram               also the sweeps' L2 and DRAM counters, from ncu
 #include "coalescing.cuh"
 #include "harness.hpp"
+#include "program/checked.hpp"
 #include "program/sweep_counters.hpp"
 #include "program/vector_variants.hpp"
 
@@ -70,11 +71,7 @@ struct Context {
 // or when wrong) and returns whether it was right.
 bool run_and_check(Context& c, const cml::Work& w, const std::function<cml::VerifyResult()>& check,
                    const std::string& what, bool say_passed = true) {
-  c.arrays.poison(c.stream);
-  w(c.stream);
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
-  const cml::VerifyResult r = check();
-  return (r.ok && !say_passed) || cml::report(r, what);
+  return ch04::run_checked(c.arrays, c.stream, w, check, what, say_passed);
 }
 
 // ---- Modes -------------------------------------------------------------------------------------
