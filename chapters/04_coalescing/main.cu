@@ -7,9 +7,11 @@
 //   ./lab run 04 -- --mode=vector        what reaching cudaMemcpy with float4 takes (docs/04)
 //   ./lab run 04 -- --size=2G            a larger working set (default 512 MiB)
 //   ./lab run 04 -- --dram               also the sweeps' L2 and DRAM counters, from ncu
+//   ./lab run 04 -- --mode=permuted      lanes reading their segment out of order (docs/04)
 #include "coalescing.cuh"
 #include "harness.hpp"
 #include "program/checked.hpp"
+#include "program/permuted.hpp"
 #include "program/sweep_counters.hpp"
 #include "program/vector_variants.hpp"
 
@@ -32,7 +34,9 @@ namespace {
 using ch04::Pattern;
 using cml::fixed;
 
-constexpr const char* kProfileTarget = "profile-target";  // the mode --dram runs under ncu
+// The modes ncu runs this program in: each launches its kernels once and checks nothing.
+constexpr const char* kProfileTarget = "profile-target";  // --dram's: the sweeps
+constexpr const char* kPermutedTarget = "permuted-target";
 
 struct Settings {
   std::string mode = "all";
@@ -218,6 +222,13 @@ bool run_profile_target(Context& c) {
   return true;
 }
 
+bool run_permuted(Context& c) { return ch04::run_permuted(c.run, c.s.bytes, c.arrays, c.stream, kPermutedTarget); }
+
+bool run_permuted_target(Context& c) {
+  ch04::launch_permuted_copies(c.arrays, c.stream);
+  return true;
+}
+
 bool run_dram(Context& c) {
   ch04::print_sweep_counters(c.run, c.s.bytes, c.arrays, c.stream, kProfileTarget);
   return true;
@@ -230,7 +241,10 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"sizes", "element sizes 4, 8, 16 bytes", run_sizes},
     {"particles", "records against arrays", run_particles},
     {"vector", "16-byte copies: grid shape, loads in flight, cache hints (not in all)", run_vector, false},
+    {"permuted", "lanes reading their warp's segment out of order, and other warps' segments; ncu's sectors "
+                 "(not in all)", run_permuted, false},
     {kProfileTarget, "each sweep kernel once, for ncu", run_profile_target, false},
+    {kPermutedTarget, "each permuted copy once, for ncu", run_permuted_target, false},
 };
 
 int run(int argc, char** argv) {
@@ -244,7 +258,7 @@ int run(int argc, char** argv) {
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   s.bytes = s.bytes / 1024 * 1024;
 
-  const bool under_ncu = s.mode == kProfileTarget;
+  const bool under_ncu = s.mode == kProfileTarget || s.mode == kPermutedTarget;
   const cml::Run run = cml::open_run(cli, [&](const cml::DeviceFacts& facts) {
     // Two buffers of s.bytes, then the particles as records and as arrays: 3.5 x s.bytes.
     const auto needed = [](std::uint64_t bytes) { return bytes / 2 * 7; };
