@@ -152,9 +152,11 @@ class Experiment {
   cudaStream_t stream() const { return stream_.get(); }
 
   // Untimed, before each run: persisting lines back to normal (none left from the run
-  // before), then the window on or off.
+  // before), then the window on or off. Nothing where L2 has no set-aside: the calls could
+  // fail there, and there is nothing to undo.
   cml::Work prepare(bool window) const {
     return [this, window](cudaStream_t s) {
+      if (!has_window()) return;
       CUDA_CHECK(cudaCtxResetPersistingL2Cache());
       set_window(s, table_.data(), window ? table_.bytes() : 0, hit_ratio());
     };
@@ -221,11 +223,24 @@ void launch_l2_persist(const cml::Run& run, std::size_t table_bytes, const Array
   }
 }
 
-bool run_l2_persist(const cml::Run& run, std::size_t bytes, std::size_t table_bytes, const Arrays& arrays,
-                    const char* profile_mode) {
+namespace {
+
+// What the checked and timed part leaves for the table once the experiment is gone.
+struct Timed {
+  std::vector<std::string> names;
+  std::vector<cml::Stats> stats;
+  std::size_t table_bytes = 0, moved_bytes = 0, table_read_bytes = 0;
+  bool ok = true;
+};
+
+// Prints what the device reports, checks both runs and times them interleaved. The
+// experiment ends on return, giving its set-aside and persisting lines back, so the program
+// ncu runs next starts from the L2 this one found.
+Timed check_and_time(const cml::Run& run, std::size_t table_bytes, const Arrays& arrays) {
   const Experiment e(run, table_bytes, arrays);
-  std::printf("\n== A %s table read %dx over while %s streams through L2, without and with a persisting window ==\n",
-              cml::format_bytes(e.table_bytes()).c_str(), kPasses, cml::format_bytes(e.written_bytes()).c_str());
+  std::printf("\n== A %s table read over and over while %s are written through L2, without and with a persisting "
+              "window ==\n",
+              cml::format_bytes(e.table_bytes()).c_str(), cml::format_bytes(e.written_bytes()).c_str());
   std::printf("L2 %s; persisting L2 at most %s (cudaDevAttrMaxPersistingL2CacheSize); access policy window at most "
               "%s (cudaDevAttrMaxAccessPolicyWindowSize)\n",
               cml::format_bytes(run.facts.l2_bytes).c_str(), cml::format_bytes(e.limits().max_persisting).c_str(),
@@ -239,48 +254,58 @@ bool run_l2_persist(const cml::Run& run, std::size_t bytes, std::size_t table_by
   else
     std::printf("no window: %s; only the run without one is shown\n", e.why_no_window().c_str());
 
-  std::vector<std::string> names = {"no window"};
+  Timed out;
+  out.table_bytes = e.table_bytes();
+  out.table_read_bytes = e.table_read_bytes();
+  out.moved_bytes = e.written_bytes() + e.table_read_bytes();
+  out.names = {"no window"};
   std::vector<cml::Work> prepares = {e.prepare(false)}, works = {e.launch()};
   if (e.has_window()) {
-    names.push_back("window on the table: persisting, misses streaming");
+    out.names.emplace_back("window on the table: persisting, misses streaming");
     prepares.push_back(e.prepare(true));
     works.push_back(e.launch());
   }
-  bool ok = true;
   for (std::size_t k = 0; k < works.size(); ++k) {
     const cml::Work prepared = [&, k](cudaStream_t s) {
       prepares[k](s);
       works[k](s);
     };
-    ok &= run_checked(arrays, e.stream(), prepared, [&] { return e.verify(); }, names[k]);
+    out.ok &= run_checked(arrays, e.stream(), prepared, [&] { return e.verify(); }, out.names[k]);
   }
-  const std::vector<cml::Stats> st = cml::time_interleaved(prepares, works, e.stream(), run.timing);
+  out.stats = cml::time_interleaved(prepares, works, e.stream(), run.timing);
+  return out;
+}
 
+}  // namespace
+
+bool run_l2_persist(const cml::Run& run, std::size_t bytes, std::size_t table_bytes, const Arrays& arrays,
+                    const char* profile_mode) {
+  const Timed tm = check_and_time(run, table_bytes, arrays);
   const auto r = cml::ncu::profile({cml::sass::self_executable(), std::string("--mode=") + profile_mode,
-                                    "--size=" + std::to_string(bytes), "--table=" + std::to_string(e.table_bytes()),
+                                    "--size=" + std::to_string(bytes), "--table=" + std::to_string(tm.table_bytes),
                                     "--device=" + std::to_string(run.facts.index)},
                                    "table_stream", kMetrics, {"CML_TRACE=off"});
-  const bool counted = r.ok && r.kernels.size() == works.size();
+  const bool counted = r.ok && r.kernels.size() == tm.names.size();
   const auto value = [&](std::size_t k, std::size_t m) {
     const auto& v = r.kernels[k].values;
     return v.count(kMetrics[m]) ? v.at(kMetrics[m]) : 0.0;
   };
   cml::Table t("l2_persist", {"run", "ms", "noise", "GB/s (written + table read)", "speed over no window",
                               "ncu L2 hit rate, table reads", "ncu DRAM read / table bytes read"});
-  for (std::size_t k = 0; k < works.size(); ++k) {
+  for (std::size_t k = 0; k < tm.names.size(); ++k) {
     const double lookups = counted ? value(k, 0) + value(k, 1) : 0;
-    t.row({names[k], fixed(st[k].median_ms, 3), cml::format_noise(st[k]),
-           fixed(cml::gbps(e.written_bytes() + e.table_read_bytes(), st[k].median_ms), 0),
-           cml::ratio_text(st[0], st[k]), lookups > 0 ? fixed(value(k, 0) / lookups, 3) : "-",
-           counted ? fixed(value(k, 2) / static_cast<double>(e.table_read_bytes()), 3) : "-"});
+    t.row({tm.names[k], fixed(tm.stats[k].median_ms, 3), cml::format_noise(tm.stats[k]),
+           fixed(cml::gbps(tm.moved_bytes, tm.stats[k].median_ms), 0), cml::ratio_text(tm.stats[0], tm.stats[k]),
+           lookups > 0 ? fixed(value(k, 0) / lookups, 3) : "-",
+           counted ? fixed(value(k, 2) / static_cast<double>(tm.table_read_bytes), 3) : "-"});
   }
   run.emit(t);
   if (!r.ok) std::printf("(ncu columns not measured: %s)\n", r.error.c_str());
   else if (!counted) std::printf("(ncu profiled %zu kernels, %zu expected: its columns not shown)\n", r.kernels.size(),
-                                 works.size());
+                                 tm.names.size());
   std::printf("(every L2 read of the kernel is a table read: the stream is only written; ncu flushes the caches "
               "before each kernel it profiles)\n");
-  return ok;
+  return tm.ok;
 }
 
 }  // namespace ch04
