@@ -7,8 +7,13 @@
 //   ./lab run 04 -- --mode=vector        what reaching cudaMemcpy with float4 takes (docs/04)
 //   ./lab run 04 -- --size=2G            a larger working set (default 512 MiB)
 //   ./lab run 04 -- --dram               also the sweeps' L2 and DRAM counters, from ncu
+//   ./lab run 04 -- --mode=permuted      lanes reading their segment out of order (docs/04)
+//   ./lab run 04 -- --mode=l2-persist    a table kept in L2 by an access policy window (docs/04)
 #include "coalescing.cuh"
 #include "harness.hpp"
+#include "program/checked.hpp"
+#include "program/l2_persist.hpp"
+#include "program/permuted.hpp"
 #include "program/sweep_counters.hpp"
 #include "program/vector_variants.hpp"
 
@@ -31,12 +36,16 @@ namespace {
 using ch04::Pattern;
 using cml::fixed;
 
-constexpr const char* kProfileTarget = "profile-target";  // the mode --dram runs under ncu
+// The modes ncu runs this program in: each launches its kernels once and checks nothing.
+constexpr const char* kProfileTarget = "profile-target";  // --dram's: the sweeps
+constexpr const char* kPermutedTarget = "permuted-target";
+constexpr const char* kPersistTarget = "l2-persist-target";
 
 struct Settings {
   std::string mode = "all";
   std::size_t bytes = 512ull << 20;
   bool dram = false;
+  std::uint64_t table_bytes = 0;  // --mode=l2-persist's table; 0: chosen from the device
 };
 
 // What every mode works with: the settings, the run, two buffers of --size and a stream.
@@ -70,11 +79,7 @@ struct Context {
 // or when wrong) and returns whether it was right.
 bool run_and_check(Context& c, const cml::Work& w, const std::function<cml::VerifyResult()>& check,
                    const std::string& what, bool say_passed = true) {
-  c.arrays.poison(c.stream);
-  w(c.stream);
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
-  const cml::VerifyResult r = check();
-  return (r.ok && !say_passed) || cml::report(r, what);
+  return ch04::run_checked(c.arrays, c.stream, w, check, what, say_passed);
 }
 
 // ---- Modes -------------------------------------------------------------------------------------
@@ -221,6 +226,23 @@ bool run_profile_target(Context& c) {
   return true;
 }
 
+bool run_permuted(Context& c) { return ch04::run_permuted(c.run, c.s.bytes, c.arrays, c.stream, kPermutedTarget); }
+
+bool run_permuted_target(Context& c) {
+  ch04::launch_permuted_copies(c.arrays, c.stream);
+  return true;
+}
+
+bool run_l2_persist(Context& c) {
+  return ch04::run_l2_persist(c.run, c.s.bytes, ch04::l2_table_bytes(c.s.table_bytes, c.run.facts), c.arrays,
+                              kPersistTarget);
+}
+
+bool run_l2_persist_target(Context& c) {
+  ch04::launch_l2_persist(c.run, ch04::l2_table_bytes(c.s.table_bytes, c.run.facts), c.arrays);
+  return true;
+}
+
 bool run_dram(Context& c) {
   ch04::print_sweep_counters(c.run, c.s.bytes, c.arrays, c.stream, kProfileTarget);
   return true;
@@ -233,7 +255,13 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"sizes", "element sizes 4, 8, 16 bytes", run_sizes},
     {"particles", "records against arrays", run_particles},
     {"vector", "16-byte copies: grid shape, loads in flight, cache hints (not in all)", run_vector, false},
+    {"permuted", "lanes reading their warp's segment out of order, and other warps' segments; ncu's sectors "
+                 "(not in all)", run_permuted, false},
+    {"l2-persist", "a table kept in L2 by an access policy window while a stream passes; ncu's hit rate (not in all)",
+     run_l2_persist, false},
     {kProfileTarget, "each sweep kernel once, for ncu", run_profile_target, false},
+    {kPermutedTarget, "each permuted copy once, for ncu", run_permuted_target, false},
+    {kPersistTarget, "the table's kernel without and with the window, for ncu", run_l2_persist_target, false},
 };
 
 int run(int argc, char** argv) {
@@ -243,14 +271,19 @@ int run(int argc, char** argv) {
                                   "sweeps beside the sector model, element sizes, records against arrays.",
                                   kModes, s.mode);
   cli.size("size", s.bytes, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
-      .flag("dram", s.dram, "also read the sweeps' L2 and DRAM counters with Nsight Compute (ncu)");
+      .flag("dram", s.dram, "also read the sweeps' L2 and DRAM counters with Nsight Compute (ncu)")
+      .size("table", s.table_bytes, 0, 1ull << 30,
+            "the table --mode=l2-persist keeps in L2; 0: a quarter of the L2, at most what the device lets persist");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   s.bytes = s.bytes / 1024 * 1024;
+  if (s.table_bytes != 0 && s.table_bytes < (64u << 10))
+    throw cml::UsageError("--table=" + cml::format_bytes(s.table_bytes) + ": the table needs at least 64 KiB (or 0)");
 
-  const bool under_ncu = s.mode == kProfileTarget;
+  const bool under_ncu = s.mode == kProfileTarget || s.mode == kPermutedTarget || s.mode == kPersistTarget;
   const cml::Run run = cml::open_run(cli, [&](const cml::DeviceFacts& facts) {
-    // Two buffers of s.bytes, then the particles as records and as arrays: 3.5 x s.bytes.
-    const auto needed = [](std::uint64_t bytes) { return bytes / 2 * 7; };
+    // Two buffers of s.bytes, then the particles as records and as arrays: 3.5 x s.bytes;
+    // and --table's table where one is asked for (the default is a part of L2: small).
+    const auto needed = [&](std::uint64_t bytes) { return bytes / 2 * 7 + s.table_bytes; };
     if (!cli.given("size")) {
       // The default working set shrinks on a GPU with less free memory, down to 16 MiB; a
       // size asked for does not (it fits, or the command line was wrong: exit 2).
@@ -260,7 +293,9 @@ int run(int argc, char** argv) {
                         "04 needs " + cml::format_bytes(needed(s.bytes) + cml::kDeviceHeadroom) +
                         " at least (is another process using the GPU?)");
     }
-    return cml::Footprint{needed(s.bytes), "--size (two buffers, the particles as records and as arrays)"};
+    return cml::Footprint{needed(s.bytes), s.table_bytes == 0
+                                               ? "--size (two buffers, the particles as records and as arrays)"
+                                               : "--size and --table (two buffers, the particles, the table)"};
   }, under_ncu);
   if (s.bytes < 4 * run.facts.l2_bytes && !under_ncu)
     std::printf("note: %s is less than 4x the %s L2: the figures measure L2 more than DRAM\n",
