@@ -30,6 +30,9 @@ const std::vector<cml::Mode<ch06::Context>>& modes() {
       {"texture", "step 3: the rotation by hand and through your texture", ch06::texture_mode},
       {"latency", "one thread chasing indices through each space: cycles per dependent load, ordered (not in all)",
        ch06::latency_mode, false},
+      {"linear-texture",
+       "textures over linear and pitched memory, a surface written then read by the next launch (not in all)",
+       ch06::linear_texture_mode, false},
   };
   return m;
 }

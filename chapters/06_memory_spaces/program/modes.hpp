@@ -2,8 +2,9 @@
 // and the modes themselves, one function each: main.cu parses, opens and dispatches;
 // program/spaces_table.cpp prints the table of spaces; program/steps.cpp checks and times
 // each step beside its comparisons; program/code_report.cpp reads what the compiler made of
-// each kernel; program/latency.cu is a going-further mode (latency by pointer chasing).
-// The program's alone: the tests never include it.
+// each kernel; program/latency.cu and program/linear_texture.cu are the going-further
+// modes (latency by pointer chasing; textures over linear and pitched memory, and a
+// surface). The program's alone: the tests never include it.
 #pragma once
 
 #include "cml/run.hpp"
@@ -45,6 +46,9 @@ bool latency_mode(Context& c);
 // The device memory --mode=latency allocates on a GPU with `l2_bytes` of L2 (its chains are
 // sized from the L2).
 std::uint64_t latency_footprint(std::size_t l2_bytes);
+// --mode=linear-texture (not in all): textures over linear and pitched 2D memory, a surface
+// written in one launch and read through a texture in the next, each checked on the CPU.
+bool linear_texture_mode(Context& c);
 // What the compiler made of this program's kernel `name` (ch06::name), read with cml::sass,
 // as table cells: "REG r, STACK s, SHARED b" from cuobjdump -res-usage, and counts of SASS
 // instructions, `what` naming them ("LDL", "STL", "LDS", "STS", "LDG", "TEX", "c[0x3][imm]",

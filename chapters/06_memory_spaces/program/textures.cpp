@@ -1,7 +1,9 @@
 // Chapter 06 — the program's texture and surface objects (textures.hpp says what each is).
 #include "textures.hpp"
 
+#include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace ch06 {
 
@@ -31,6 +33,14 @@ cudaResourceDesc zeroed() {
 }  // namespace
 
 cudaTextureObject_t linear_texture(const void* data, std::size_t count, cudaChannelFormatKind kind) {
+  // A linear texture must start at a multiple of the device's texture alignment
+  // (cudaDevAttrTextureAlignment); say so plainly rather than as cudaErrorInvalidValue.
+  int device = 0, alignment = 1;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&alignment, cudaDevAttrTextureAlignment, device));
+  if (alignment > 0 && reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(alignment) != 0)
+    throw cml::CheckFailed("linear_texture: the memory does not start at a multiple of the texture alignment (" +
+                           std::to_string(alignment) + " bytes)");
   cudaResourceDesc r = zeroed();
   r.resType = cudaResourceTypeLinear;
   r.res.linear.devPtr = const_cast<void*>(data);
