@@ -28,6 +28,11 @@ const std::vector<cml::Mode<ch06::Context>>& modes() {
       {"local", "step 1: the filter in local memory and in registers; a sort capped into spills", ch06::local_mode},
       {"constant", "step 2: the mix from constant memory (divergent, yours), global and __ldg", ch06::constant_mode},
       {"texture", "step 3: the rotation by hand and through your texture", ch06::texture_mode},
+      {"latency", "one thread chasing indices through each space: cycles per dependent load, ordered (not in all)",
+       ch06::latency_mode, false},
+      {"linear-texture",
+       "textures over linear and pitched memory, a surface written then read by the next launch (not in all)",
+       ch06::linear_texture_mode, false},
   };
   return m;
 }
@@ -43,12 +48,17 @@ int run(int argc, char** argv) {
       .integer("cols", s.cols, 1, 1 << 16, "step 1 and the spill sort: columns of the matrix")
       .integer("pixels", s.pixels, 1, 1 << 26, "step 2: pixels of 16 channels")
       .integer("side", s.side, 1, 1 << 14, "step 3: side of the rotated image")
-      .integer("degrees", s.degrees, -360, 360, "step 3: the rotation's angle");
+      .integer("degrees", s.degrees, -360, 360, "step 3: the rotation's angle")
+      .integer("steps", s.steps, 64, 1 << 20, "--mode=latency: dependent loads timed per chase");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   const std::uint64_t fir = 2ull * s.rows * s.cols * 4, mix = 2ull * s.pixels * ch06::kChannels * 4,
                       img = 2ull * s.side * s.side * 4 + 65536ull * s.side;
-  const std::uint64_t bytes = std::max({fir, mix, img});
-  ch06::Context c{s, cml::open_run(cli, cml::Footprint{bytes, "--rows x --cols, --pixels or --side (the largest)"})};
+  // --mode=latency's chains are sized from the L2, so the footprint waits for the device.
+  const auto footprint = [&](const cml::DeviceFacts& f) {
+    return cml::Footprint{std::max({fir, mix, img, ch06::latency_footprint(f.l2_bytes)}),
+                          "--rows x --cols, --pixels or --side (the largest), or --mode=latency's chains"};
+  };
+  ch06::Context c{s, cml::open_run(cli, footprint)};
   return cml::finish(cml::run_modes(modes(), s.mode, c));
 }
 

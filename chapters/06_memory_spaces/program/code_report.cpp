@@ -83,6 +83,17 @@ std::string sass_cell(const std::string& name, const std::vector<std::string>& w
   return cell;
 }
 
+std::optional<std::size_t> sass_count(const std::string& name, const std::string& what, std::string& why) {
+  const auto* code = own_code(why);
+  if (!code) return std::nullopt;
+  const auto k = kernel(*code, name);
+  if (!k) {
+    why = "no kernel " + name + " in this program";
+    return std::nullopt;
+  }
+  return cell_count(*k, what);
+}
+
 std::vector<std::string> runtime_cells(const void* kernel) {
   cudaFuncAttributes a{};
   CUDA_CHECK(cudaFuncGetAttributes(&a, kernel));

@@ -6,6 +6,7 @@
 //   ./lab run 06 -- --mode=local       step 1, and register spills on a kernel of their own
 //   ./lab run 06 -- --mode=constant    step 2: four ways to read the matrix
 //   ./lab run 06 -- --mode=texture     step 3: the rotation by hand and through your texture
+#include "checked_run.hpp"
 #include "harness.hpp"
 #include "memory_spaces.cuh"
 #include "modes.hpp"
@@ -14,7 +15,6 @@
 #include "cml/errors.hpp"
 #include "cml/table.hpp"
 #include "cml/timing.hpp"
-#include "cml/verify.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -27,27 +27,6 @@ namespace ch06 {
 namespace {
 
 using cml::fixed;
-
-// Runs `work` once over a poisoned output of n floats and prints "what: PASSED" (or `passed`)
-// or what went wrong; `compare` says "" when the values are right.
-bool run_and_check(Context& c, const std::string& what, const std::function<void(float*, cudaStream_t)>& work,
-                   std::size_t n, const std::function<std::string(const std::vector<float>&)>& compare,
-                   const char* passed = "PASSED") {
-  const Output out(n, c.stream);
-  work(out.data(), c.stream);
-  std::vector<float> got;
-  std::string error = read_output(out, got, what, c.stream);
-  if (error.empty()) error = compare(got);
-  std::printf("%s: %s\n", what.c_str(), error.empty() ? passed : ("FAILED: " + error).c_str());
-  return error.empty();
-}
-
-std::function<std::string(const std::vector<float>&)> exactly(const std::vector<float>& want) {
-  return [&want](const std::vector<float>& got) {
-    const auto v = cml::compare_exact(got.data(), want.data(), want.size());
-    return v.ok ? std::string() : v.describe().substr(std::string("FAILED: ").size());
-  };
-}
 
 // The sort's reference: every run of kSortRun rows of each column, ascending.
 std::vector<float> sorted_runs(std::vector<float> m, int rows, int cols) {
