@@ -9,7 +9,10 @@
 //   ./lab run 08 -- --mode=variants --stages=2 --blocks-per-sm=2
 //   ./lab run 08 -- --mode=tma --cols=8191          sm_90: a pitched matrix through TMA
 //   ./lab bench 08 -- --mode=sweep                  stages x blocks per SM: sweep.csv, sweep.png
+//   ./lab run 08 -- --mode=cache-hints              cp.async's L2 policies, prefetch sizes, ignore-src
+//   ./lab run 08 -- --mode=entangled                diverged commits and what a later wait waits for
 #include "program/modes.hpp"
+#include "program/pieces.hpp"
 
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
@@ -36,6 +39,12 @@ const std::vector<cml::Mode<Context>>& modes() {
       {"tma", "sm_90: a pitched matrix of --cols words per row through the tensor memory accelerator",
        ch08::tma_mode},
       {"sweep", "every pipeline at stages 1-4 x 1-8 blocks per SM, at --compute (sweep.csv)", ch08::sweep_mode, false},
+      {"cache-hints", "16-byte cp.async.cg with an L2 cache policy (evict_first, evict_last), an L2 prefetch size, "
+                      "and ignore-src on half of the pieces; checked, timed beside cudaMemcpy",
+       ch08::cache_hints_mode, false},
+      {"entangled", "lanes 0-15 and 16-31 committing cp.async groups in two branches against one converged commit: "
+                    "the cycles of a later wait_group 1, checked and timed",
+       ch08::entangled_mode, false},
   };
   return m;
 }
@@ -62,6 +71,8 @@ int run(int argc, char** argv) {
       .integer("cols", s.cols, 1, 1 << 24, "--mode=tma: words per row of the matrix (8191: not a multiple of 16 bytes)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   if (s.size % sizeof(ch08::Word) != 0) throw cml::UsageError("--size must be a multiple of 4 bytes (whole words)");
+  if ((s.mode == "cache-hints" || s.mode == "entangled") && s.size % sizeof(ch08::Piece) != 0)
+    throw cml::UsageError("--mode=" + s.mode + " copies 16-byte pieces: --size must be a multiple of 16 bytes");
   if (s.mode == "tma" && s.size < s.cols * 16 * sizeof(ch08::Word))
     throw cml::UsageError("--size must hold at least 16 rows of --cols words for --mode=tma");
   Context c{s, cml::open_run(cli, cml::Footprint{2 * s.size, "--size (the array and a copy of it)"})};

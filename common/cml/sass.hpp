@@ -60,4 +60,10 @@ std::vector<Function> dump(const std::string& binary);
 // The path of the running executable (/proc/self/exe resolved).
 std::string self_executable();
 
+// The running program's own functions, dump(self_executable()), read once per process: for
+// a program that prints what the compiler made of its kernels beside what they did. nullptr,
+// with the reason in `why`, when cuobjdump cannot be found or run (the program goes on
+// without that column; a check of the code belongs to the tests).
+const std::vector<Function>* own_code(std::string& why);
+
 }  // namespace cml::sass

@@ -205,4 +205,18 @@ std::vector<Function> dump(const std::string& binary) {
   return functions;
 }
 
+const std::vector<Function>* own_code(std::string& why) {
+  static std::string error;
+  static const std::vector<Function> code = [] {
+    try {
+      return dump(self_executable());
+    } catch (const Skip& e) {
+      error = e.what();
+      return std::vector<Function>{};
+    }
+  }();
+  why = error;
+  return error.empty() ? &code : nullptr;
+}
+
 }  // namespace cml::sass

@@ -1,7 +1,9 @@
 // Chapter 08 — what the program's modes share: the settings from the command line, the
 // run, a stream, one checked run of a pipeline, and the modes themselves (modes_copy.cu:
 // the tile copy and the experiment; modes_sum.cu: the pipelines, checked and timed;
-// modes_tma.cu: the matrices of step 5). main.cu parses and dispatches.
+// modes_tma.cu: the matrices of step 5; modes_hints.cu and modes_entangled.cu: two
+// experiments beyond the steps, on kernels of their own, hint_copies.cu and
+// entangled_commits.cu). main.cu parses and dispatches.
 #pragma once
 
 #include "harness.hpp"
@@ -89,5 +91,7 @@ bool check_mode(Context& c);      // every pipeline against the CPU
 bool variants_mode(Context& c);   // the pipelines timed beside chapter 07's
 bool sweep_mode(Context& c);      // stages x blocks per SM
 bool tma_mode(Context& c);        // a pitched matrix through the tensor memory accelerator
+bool cache_hints_mode(Context& c);  // cp.async's L2 cache policies, L2 prefetch sizes and ignore-src, timed
+bool entangled_mode(Context& c);    // diverged commits and what a later wait_group waits for
 
 }  // namespace ch08
