@@ -41,8 +41,7 @@ std::vector<Pattern> stride_sweep() {
 
 Arrays::Arrays(std::size_t floats) : in(floats), out(floats), host(floats) {
   for (std::size_t i = 0; i < floats; ++i) host[i] = static_cast<float>(i % 1000003) * 0.5f + 1.0f;
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), in.bytes(), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  cml::upload(in.data(), host.data(), host.size());
   poison(nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());  // work on any stream finds the output poisoned
 }

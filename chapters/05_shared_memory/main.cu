@@ -67,9 +67,8 @@ cml::VerifyResult run_and_check(const Kernel& k, int rows, int cols, cudaStream_
   std::vector<float> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = ch05::element_value(i);
   cml::DeviceBuffer<float> in(n), out(n);
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(out.data(), 0xFF, n * 4));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  cml::upload(in.data(), host.data(), n);
+  cml::fill_bytes(out.data(), 0xFF, n * 4);
   k.fn(in.data(), out.data(), rows, cols, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   CUDA_CHECK(cudaMemcpy(host.data(), out.data(), n * 4, cudaMemcpyDeviceToHost));
@@ -100,8 +99,7 @@ bool time_transposes(Context& c) {
   const std::size_t n = static_cast<std::size_t>(rows) * cols, bytes = 2 * n * 4;
   std::printf("\n== %d x %d floats: GB/s = 10^9 bytes read + written per second ==\n", rows, cols);
   cml::DeviceBuffer<float> in(n), out(n);
-  CUDA_CHECK(cudaMemset(in.data(), 0, n * 4));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  cml::fill_bytes(in.data(), 0, n * 4);
   std::vector<cml::Work> work = {[&](cudaStream_t st) {
     CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(), n * 4, cudaMemcpyDeviceToDevice, st));
   }};
@@ -126,8 +124,7 @@ bool widths(Context& c) {
   cml::DeviceBuffer<unsigned> element(32);
   cml::DeviceBuffer<float> sink(32);
   for (const auto& e : ch05::experiments()) {
-    CUDA_CHECK(cudaMemcpy(element.data(), e.element.data(), sizeof(e.element), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+    cml::upload(element.data(), e.element.data(), e.element.size());
     ch05::run_experiment(e.store, e.width, element.data(), e.active, sink.data(), c.stream);
     const auto m = e.model();
     t.row({e.name, std::to_string(__builtin_popcount(e.active)), std::to_string(m.transactions),
@@ -153,8 +150,7 @@ bool profile_target(Context& c) {
   cml::DeviceBuffer<float> sink(32);
   for (std::size_t i = 0; i < ch05::experiments().size(); ++i) {
     const auto& e = ch05::experiments()[i];
-    CUDA_CHECK(cudaMemcpy(element.data() + 32 * i, e.element.data(), sizeof(e.element), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+    cml::upload(element.data() + 32 * i, e.element.data(), e.element.size());
     ch05::run_experiment(e.store, e.width, element.data() + 32 * i, e.active, sink.data(), c.stream);
   }
   const auto shape = ch05::kProfileShape;

@@ -84,7 +84,7 @@ class DeviceReport {
   void reset() {
     Report r;
     r.limit_ns = limit_ns_;
-    CUDA_CHECK(cudaMemcpy(buf_.data(), &r, sizeof r, cudaMemcpyHostToDevice));
+    cml::upload(buf_.data(), &r, 1);
   }
   Report read() const {
     Report r;
@@ -200,8 +200,7 @@ struct DeviceMatrix {
   cml::DeviceBuffer<Word> words;
   Matrix view;
   explicit DeviceMatrix(const HostMatrix& h) : words(h.data.empty() ? 1 : h.data.size()) {
-    if (!h.data.empty())
-      CUDA_CHECK(cudaMemcpy(words.data(), h.data.data(), h.data.size() * sizeof(Word), cudaMemcpyHostToDevice));
+    cml::upload(words.data(), h.data.data(), h.data.size());
     view.data = words.data();
     view.rows = h.rows;
     view.cols = h.cols;

@@ -107,4 +107,24 @@ class ManagedBuffer : public detail::Owner<T, cudaFree> {
   }
 };
 
+// Copies `count` elements from the host to the device and waits until they are there. The
+// wait is the point: cudaMemcpy from pageable memory may return once the bytes are staged,
+// before they reach the device, and a non-blocking stream does not wait for the legacy
+// stream, so a kernel launched there next could read what was there before (seen on the
+// H200: the last pieces of a 1 MiB input read as zeros).
+template <typename T>
+void upload(T* dst, const T* src, std::size_t count) {
+  if (count == 0) return;
+  CUDA_CHECK(cudaMemcpy(dst, src, count * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// Sets `bytes` bytes of device memory to `value` and waits, for the reason upload waits:
+// cudaMemset runs on the legacy stream, which a non-blocking stream does not wait for.
+inline void fill_bytes(void* dst, int value, std::size_t bytes) {
+  if (bytes == 0) return;
+  CUDA_CHECK(cudaMemset(dst, value, bytes));
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 }  // namespace cml

@@ -112,8 +112,7 @@ inline std::vector<Word> make_input(std::size_t n) {
 // `host` in device memory of `words` words (>= host.size(); any beyond it unwritten).
 inline DeviceBuffer<Word> to_device(const std::vector<Word>& host, std::size_t words) {
   DeviceBuffer<Word> d(words);
-  if (!host.empty()) CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(Word), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  upload(d.data(), host.data(), host.size());
   return d;
 }
 

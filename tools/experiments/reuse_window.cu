@@ -123,7 +123,7 @@ int main() {
   Word* partial = nullptr;
   CUDA_CHECK(cudaMalloc(&d, host.size() * 4));
   CUDA_CHECK(cudaMalloc(&partial, 4096 * 4));
-  CUDA_CHECK(cudaMemcpy(d, host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+  cml::upload(d, host.data(), host.size());
   const cml::Stream stream;
   std::printf("window,blocks_per_sm,staged_ms,direct_ms,staged_over_direct,right\n");
   measure<1>(d, n, partial, prefix, sms, stream);

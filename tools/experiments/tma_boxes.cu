@@ -96,7 +96,7 @@ int main() {
     Word* partial = nullptr;
     CUDA_CHECK(cudaMalloc(&d, host.size() * 4));
     CUDA_CHECK(cudaMalloc(&partial, 4096 * 4));
-    CUDA_CHECK(cudaMemcpy(d, host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+    cml::upload(d, host.data(), host.size());
     for (const int box_rows : {4, 8, 16, 32, 64})
       for (const int stages : {2, 3, 4, 6, 8})
         for (const int per_sm : {1, 2, 4}) {

@@ -124,8 +124,7 @@ class Experiment {
   Experiment(const cml::Run& run, std::size_t table_bytes, const Arrays& arrays)
       : limits_(persist_limits(run.facts.index)), arrays_(arrays), host_(table_bytes / 4), table_(host_.size()) {
     for (std::size_t k = 0; k < host_.size(); ++k) host_[k] = static_cast<float>(k * 7 % 1024);
-    CUDA_CHECK(cudaMemcpy(table_.data(), host_.data(), table_.bytes(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+    cml::upload(table_.data(), host_.data(), host_.size());
     if (arrays.out.size() % 8 != 0) throw cml::CheckFailed("l2-persist: the stream must be a multiple of 32 bytes");
     if (limits_.max_persisting == 0) {
       why_no_window_ = "this GPU reports 0 bytes of persisting L2 (cudaDevAttrMaxPersistingL2CacheSize)";

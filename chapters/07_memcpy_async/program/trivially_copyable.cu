@@ -111,8 +111,8 @@ constexpr int kBlocks = 37;
 template <class T, class Kernel>
 std::vector<T> run_copy(Kernel kernel, const std::vector<T>& host, cudaStream_t stream) {
   cml::DeviceBuffer<T> in(host.size()), out(host.size());
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), in.bytes(), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(out.data(), 0xFF, out.bytes()));
+  cml::upload(in.data(), host.data(), host.size());
+  cml::fill_bytes(out.data(), 0xFF, out.bytes());
   kernel<<<kBlocks, kThreads, 0, stream>>>(in.data(), host.size(), out.data());
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -22,8 +22,8 @@ namespace {
 std::vector<Word> copy_once(const CopyKind& k, const std::vector<Word>& host, int blocks, cudaStream_t stream) {
   const std::size_t n = host.size(), padded = tile_count(n) * kTileWords;
   cml::DeviceBuffer<Word> in(std::max<std::size_t>(n, 1)), out(std::max<std::size_t>(padded, 1));
-  if (n > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(out.data(), 0xFF, out.bytes()));
+  cml::upload(in.data(), host.data(), n);
+  cml::fill_bytes(out.data(), 0xFF, out.bytes());
   scrub_shared_memory(stream);  // a read before the copy landed finds garbage, not the last run's tile
   copy_tiles(k.bytes, k.cache, in.data(), n, out.data(), blocks, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -61,7 +61,7 @@ bool copy_mode(Context& c) {
               cml::fixed(c.s.size / 1048576.0, 0).c_str(), c.s.blocks_per_sm);
   const auto host = make_input(n);
   cml::DeviceBuffer<Word> in(n), out(padded);
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), n * sizeof(Word), cudaMemcpyHostToDevice));
+  cml::upload(in.data(), host.data(), n);
   std::vector<cml::Work> work = {[&](cudaStream_t st) {
     CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(), n * sizeof(Word), cudaMemcpyDeviceToDevice, st));
   }};
@@ -81,7 +81,7 @@ bool copy_mode(Context& c) {
   // The timed copies' result, each kind once more: the array, then zeros.
   std::vector<Word> got(padded);
   for (const auto& k : copy_kinds()) {
-    CUDA_CHECK(cudaMemset(out.data(), 0xFF, out.bytes()));
+    CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, out.bytes(), c.stream));
     copy_tiles(k.bytes, k.cache, in.data(), n, out.data(), blocks, c.stream);
     CUDA_CHECK(cudaMemcpyAsync(got.data(), out.data(), padded * sizeof(Word), cudaMemcpyDeviceToHost, c.stream));
     CUDA_CHECK(cudaStreamSynchronize(c.stream));
@@ -108,8 +108,8 @@ bool reverse_mode(Context& c) {
   for (const auto& r : readings) {
     const auto a = experiment_input(r.threads);
     cml::DeviceBuffer<int> a_d(a.size()), b_d(a.size());
-    CUDA_CHECK(cudaMemcpy(a_d.data(), a.data(), a.size() * sizeof(int), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(b_d.data(), 0xFF, b_d.bytes()));
+    cml::upload(a_d.data(), a.data(), a.size());
+    cml::fill_bytes(b_d.data(), 0xFF, b_d.bytes());
     reverse_warp(r.how, a_d.data(), b_d.data(), r.threads, c.stream);
     CUDA_CHECK(cudaStreamSynchronize(c.stream));
     std::vector<int> b(a.size());

@@ -27,7 +27,7 @@ struct Pieces {
 
   explicit Pieces(std::size_t pieces)
       : host(make_input(4 * pieces)), in(std::max<std::size_t>(pieces, 1)), out(std::max<std::size_t>(pieces, 1)) {
-    if (pieces > 0) CUDA_CHECK(cudaMemcpy(in.data(), host.data(), host.size() * sizeof(Word), cudaMemcpyHostToDevice));
+    cml::upload(reinterpret_cast<Word*>(in.data()), host.data(), host.size());
   }
   std::size_t count() const { return host.size() / 4; }
   std::size_t bytes() const { return host.size() * sizeof(Word); }
