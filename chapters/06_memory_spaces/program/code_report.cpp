@@ -17,23 +17,6 @@ namespace ch06 {
 
 namespace {
 
-// This program's functions, read once; nullptr (and why) when cuobjdump cannot be run.
-const std::vector<cml::sass::Function>* own_code(std::string& why) {
-  static std::vector<cml::sass::Function> code;
-  static std::string error;
-  static bool done = false;
-  if (!done) {
-    done = true;
-    try {
-      code = cml::sass::dump(cml::sass::self_executable());
-    } catch (const cml::Skip& e) {
-      error = e.what();
-    }
-  }
-  why = error;
-  return error.empty() ? &code : nullptr;
-}
-
 // The kernel ch06::name, by its mangled name's "4ch06" + length + name, where the bare
 // name could match a longer one.
 std::optional<cml::sass::Function> kernel(const std::vector<cml::sass::Function>& code, const std::string& name) {
@@ -65,7 +48,7 @@ std::size_t cell_count(const cml::sass::Function& f, const std::string& what) {
 
 std::string compiler_cell(const std::string& name) {
   std::string why;
-  const auto* code = own_code(why);
+  const auto* code = cml::sass::own_code(why);
   const auto k = code ? kernel(*code, name) : std::nullopt;
   if (!k) return "-";
   return "REG " + std::to_string(k->resources.registers) + ", STACK " + std::to_string(k->resources.stack) +
@@ -74,7 +57,7 @@ std::string compiler_cell(const std::string& name) {
 
 std::string sass_cell(const std::string& name, const std::vector<std::string>& what) {
   std::string why;
-  const auto* code = own_code(why);
+  const auto* code = cml::sass::own_code(why);
   if (!code) return "(" + why.substr(0, 40) + ")";
   const auto k = kernel(*code, name);
   if (!k) return "-";
@@ -84,7 +67,7 @@ std::string sass_cell(const std::string& name, const std::vector<std::string>& w
 }
 
 std::optional<std::size_t> sass_count(const std::string& name, const std::string& what, std::string& why) {
-  const auto* code = own_code(why);
+  const auto* code = cml::sass::own_code(why);
   if (!code) return std::nullopt;
   const auto k = kernel(*code, name);
   if (!k) {
