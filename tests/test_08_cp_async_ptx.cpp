@@ -437,9 +437,9 @@ constexpr double kFastOverPipeline = 1.035;
 //   after the wait, no tile ahead: 1.0).
 constexpr double kBulkStagesOverOne = 1.35;
 //   Step 5, 4 blocks per SM: the TMA pipeline at the learner's plan over the read-only
-//   kernel (the mistake: 4 KiB boxes, one tile per wait, about 0.8 on the H200; docs/08,
-//   "Speed bars", has both sides).
-constexpr double kTmaOverReadOnly = 0.865;
+//   kernel (the mistake: 4 KiB boxes, one tile per wait, 0.68 on the H200 against 0.93 for
+//   16-row boxes; docs/08, "Speed bars", has both sides).
+constexpr double kTmaOverReadOnly = 0.80;
 
 }  // namespace
 
