@@ -5,7 +5,9 @@
 
 bandwidth.png: GB/s against transfer size for each kind of host memory, both directions,
 with the link's theoretical rate; batch.png: time of 1024 small copies per method;
-crossover.png: the batched speed-up against piece size. Each title names the GPU and date.
+crossover.png: the batched speed-up against piece size; mapped.png: the mapped-memory modes'
+times (--mode=mapped-access, --mode=mapped-overlap), each against its first row. Each title
+names the GPU and date.
 """
 import sys
 from pathlib import Path
@@ -71,6 +73,23 @@ def plot_crossover(folder, label):
     fig.savefig(folder / "crossover.png", dpi=120)
 
 
+def plot_mapped(folder, label):
+    """One panel per mapped-memory mode whose CSV is in the folder: median ms per row."""
+    parts = [(f, key, title) for f, key, title in [("mapped_access", "order", "mapped reads: coalesced or across lines"),
+                                                   ("mapped_overlap", "what", "overlap without streams")]
+             if (folder / f"{f}.csv").exists()]
+    fig, axes = plt.subplots(len(parts), 1, figsize=(8, 1.2 + 1.6 * len(parts)), squeeze=False)
+    for ax, (f, key, title) in zip(axes[:, 0], parts):
+        rows = read(folder, f)
+        ax.barh([r[key].strip() for r in rows], [float(r["median_ms"]) for r in rows])
+        ax.invert_yaxis()
+        ax.set_xlabel("ms (median)")
+        ax.set_title(title, fontsize=9)
+    fig.suptitle(f"Mapped host memory: {label}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(folder / "mapped.png", dpi=120)
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: plot.py DIR", file=sys.stderr)
@@ -82,8 +101,10 @@ def main(argv):
     wrote = []
     for name, draw in [("bandwidth", lambda: plot_bandwidth(folder, label, link)),
                        ("batch", lambda: plot_batch(folder, label)),
-                       ("crossover", lambda: plot_crossover(folder, label))]:
-        if (folder / f"{name}.csv").exists():
+                       ("crossover", lambda: plot_crossover(folder, label)),
+                       ("mapped", lambda: plot_mapped(folder, label))]:
+        csvs = ["mapped_access", "mapped_overlap"] if name == "mapped" else [name]
+        if any((folder / f"{c}.csv").exists() for c in csvs):
             draw()
             wrote.append(str(folder / f"{name}.png"))
     print("\n".join(wrote) if wrote else f"no CSV files in {folder}")
