@@ -1,0 +1,798 @@
+// Chapter 09 — a tiled SGEMM, solved. The same file as chapters/09_sgemm/exercise.cu with
+// every TODO done; the comments say why each choice is made.
+//
+//   ./lab run 09 --solution          the chapter's program with this file
+//   ./lab diff 09                    your file against this one (spoils the chapter)
+#include "sgemm.cuh"
+
+#include "cml/errors.hpp"
+
+#include <cuda.h>          // CUtensorMap
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+// The solution's marker: the tests refuse a learner's build that contains it (this file
+// copied or included in place of the learner's exercise.cu).
+extern "C" const int cml_ch09_solution_tu = 1;
+
+// Step 5's instructions (mbarrier transaction counts, tensor copies) exist from sm_90 on.
+// The build may also target older GPUs, where step 5's kernel compiles to a trap: its
+// launcher refuses those GPUs before launching it.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CH09_SM90 1
+#else
+#define CH09_SM90 0
+#endif
+
+namespace ch09 {
+
+namespace {
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Every kernel runs on a 1D grid of tiles: blockIdx.x has no 65535 limit, so any m and n
+// launch (a 2D grid's y would stop at 65535 tiles of rows).
+unsigned tile_blocks(int m, int n, int tile_m, int tile_n) {
+  const long long tiles = static_cast<long long>(ceil_div(m, tile_m)) * ceil_div(n, tile_n);
+  if (tiles > INT_MAX) throw std::invalid_argument("ch09: C has more tiles than a grid can launch");
+  return static_cast<unsigned>(tiles);
+}
+
+// ==== Steps 1 and 2: 32 x 32 tiles, 32 x 8 threads ========================================
+// The block shape of chapter 05: a warp is one row of 32 threads, so a warp's load of a
+// tile row reads 32 consecutive floats of one matrix row (one 128-byte request). Each
+// thread computes 4 elements of one column of C (rows y, y + 8, y + 16, y + 24), so each
+// float of the B tile it loads from shared memory serves 4 multiply-adds.
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+constexpr int kTileThreads = kTile * kTileRows;
+constexpr int kPerThread = kTile / kTileRows;
+// At least 4 blocks per SM, so at most 64 registers a thread. The unrolled k loop invites
+// nvcc to load far ahead of use: bounded by the block size alone, nvcc 13.0 kept few
+// registers for the kernel and spilled the values its epilogue needs to local memory.
+constexpr int kTileBlocksPerSm = 4;
+
+// ==== Steps 3-5: 128 x 128 block tiles, 8 x 8 per thread ===================================
+// 256 threads, each computing 64 elements of C in registers: per k, a thread loads 8
+// floats of A and 8 of B from shared memory and does 64 multiply-adds with them, where
+// step 1 did one shared load per multiply-add. The 8 warps stand 2 x 4 over the tile, each
+// owning a 64 x 32 piece, so a warp's fragments come from a compact area: 64 rows of A and
+// 32 columns of B per k. 64 accumulators and the fragments fit the 128 registers that let
+// 2 blocks (16 warps) share an SM.
+constexpr int kThreads = 256;
+constexpr int kBlockM = 128, kBlockN = 128;
+constexpr int kWarpM = 64, kWarpN = 32;
+constexpr int kWarpsN = kBlockN / kWarpN;
+constexpr int kMicro = 8;  // a thread's C rows, and its C columns
+constexpr int kBlocksPerSm = 2;
+static_assert((kBlockM / kWarpM) * kWarpsN * 32 == kThreads, "one warp per 64 x 32 piece of the tile");
+static_assert(kWarpM * kWarpN == 32 * kMicro * kMicro, "a warp's 32 threads cover its piece");
+
+// Which tile of C a block computes. In row order, the blocks resident at one time on a C
+// many tiles wide read a few row panels of A against all of B's column panels; here
+// consecutive blocks walk down a band of kGroup tile rows first, so the resident blocks
+// cover a squarer patch of C and reuse more of what they read through L2.
+struct TileOrigin {
+  int row0, col0;
+};
+__device__ __forceinline__ TileOrigin grouped_tile(int m, int n) {
+  constexpr int kGroup = 8;
+  const int tiles_m = ceil_div(m, kBlockM), tiles_n = ceil_div(n, kBlockN);
+  const int b = static_cast<int>(blockIdx.x), per_group = kGroup * tiles_n;
+  const int first = b / per_group * kGroup;
+  const int height = min(tiles_m - first, kGroup);
+  const int in_group = b % per_group;
+  return {(first + in_group % height) * kBlockM, in_group / height * kBlockN};
+}
+
+// Floats row[col .. col + 3] of a matrix row `cols` long, zeros from `cols` on. col is a
+// multiple of 4 and rows start on 16 bytes (ld % 4 == 0), so a whole piece is one 16-byte
+// load; only a piece the row ends inside takes the scalar path.
+__device__ __forceinline__ float4 load4(const float* __restrict__ row, int col, int cols) {
+  if (col + 4 <= cols) return *reinterpret_cast<const float4*>(row + col);
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (col < cols) v.x = row[col];
+  if (col + 1 < cols) v.y = row[col + 1];
+  if (col + 2 < cols) v.z = row[col + 2];
+  return v;
+}
+
+// The same for a store: only columns below `cols` are written, so a pad column never is.
+__device__ __forceinline__ void store4(float* __restrict__ row, int col, int cols, const float* v) {
+  if (col + 4 <= cols) {
+    *reinterpret_cast<float4*>(row + col) = make_float4(v[0], v[1], v[2], v[3]);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < 3; ++j)
+    if (col + j < cols) row[col + j] = v[j];
+}
+
+__device__ __forceinline__ void unpack(const float4& v, float* out) {
+  out[0] = v.x;
+  out[1] = v.y;
+  out[2] = v.z;
+  out[3] = v.w;
+}
+
+// ---- Step 3's tiles ------------------------------------------------------------------------
+namespace reg {
+constexpr int kBK = 8;
+// A's tile is stored transposed (as[p][row]): the 4 consecutive rows a thread needs at one k
+// are then 4 consecutive words, one 16-byte load. The 4-float pad makes the transposing
+// stores conflict-free: a warp stores 16 rows at k-offsets 0 and 4, and 4 rows of 132
+// floats put the second half 16 banks further.
+constexpr int kAPitch = kBlockM + 4;
+// One float4 of A (128 rows x 2 pieces) and one of B (8 rows x 32 pieces) per thread.
+static_assert(kBlockM * kBK / 4 == kThreads && kBK * kBlockN / 4 == kThreads, "one piece of each per thread");
+}  // namespace reg
+
+// ---- Steps 4 and 5: the same computation, fed by a pipeline --------------------------------
+// cp.async and TMA copy bytes as they lie: A's tile arrives as rows of A (as[row][p]), not
+// transposed. A thread then takes A(row, p .. p + 3) as one 16-byte load and uses its four
+// floats for four successive k: per 4 k, 8 LDS.128 of A (one per row) and 8 of B, for 256
+// FFMA, as in step 3. Its 8 rows are 8 apart (lane_row + 8 i), so the 8 rows a warp loads
+// at once are consecutive: a pad or a swizzle can then give them 8 different 16-byte bank
+// groups (with runs of 4 rows, as in step 3, no pad can).
+__device__ __forceinline__ int pipe_first_row(int warp, int lane) { return (warp / kWarpsN) * kWarpM + lane / 4; }
+__device__ __forceinline__ int pipe_first_col(int warp, int lane) { return (warp % kWarpsN) * kWarpN + lane % 4 * 4; }
+
+// One stage's worth of k (BK) into acc. as: BK floats per row of A's tile, row pitch
+// APitch; `swizzle` is the XOR the copy applied to the 16-byte piece index of this thread's
+// rows (0 where a pad does the work). bs: B's tile, rows of kBlockN floats.
+template <int BK, int APitch>
+__device__ __forceinline__ void multiply_stage(const float* as, const float* bs, int am, int bn, int swizzle,
+                                               float (&acc)[kMicro][kMicro]) {
+#pragma unroll
+  for (int q = 0; q < BK / 4; ++q) {
+    float af[kMicro][4];
+#pragma unroll
+    for (int i = 0; i < kMicro; ++i)
+      unpack(*reinterpret_cast<const float4*>(as + (am + 8 * i) * APitch + 4 * (q ^ swizzle)), af[i]);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      float bv[kMicro];
+      unpack(*reinterpret_cast<const float4*>(bs + (4 * q + kk) * kBlockN + bn), bv);
+      unpack(*reinterpret_cast<const float4*>(bs + (4 * q + kk) * kBlockN + bn + 16), bv + 4);
+#pragma unroll
+      for (int i = 0; i < kMicro; ++i)
+#pragma unroll
+        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(af[i][kk], bv[j], acc[i][j]);
+    }
+  }
+}
+
+__device__ __forceinline__ void store_pipe_tile(float* __restrict__ c, int ldc, int m, int n, int row, int col,
+                                                const float (&acc)[kMicro][kMicro]) {
+#pragma unroll
+  for (int i = 0; i < kMicro; ++i) {
+    const int r = row + 8 * i;
+    if (r >= m) continue;
+    float* out = c + static_cast<std::size_t>(r) * ldc;
+    store4(out, col, n, acc[i]);
+    store4(out, col + 16, n, acc[i] + 4);
+  }
+}
+
+// ---- Step 4's tiles and copies ---------------------------------------------------------------
+namespace pipe {
+constexpr int kBK = 16;
+constexpr int kStages = 4;
+// Rows of 20 floats = 5 pieces of 16 bytes: 8 consecutive rows start in 8 different
+// 16-byte bank groups (5 r mod 8 for r = 0..7), and every row stays 16-byte aligned for
+// the copies and the loads.
+constexpr int kAPitch = kBK + 4;
+constexpr int kAFloats = kBlockM * kAPitch, kBFloats = kBK * kBlockN;
+constexpr int kStageFloats = kAFloats + kBFloats;
+constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));  // 72 KiB
+// The tiles in 16-byte pieces: A's rows have kBK / 4, B's kBlockN / 4. Thread `me` copies
+// piece me % per_row of row me / per_row, then the same piece kThreads / per_row rows below.
+constexpr int kAPerRow = kBK / 4, kBPerRow = kBlockN / 4;
+constexpr int kAPieces = kBlockM * kAPerRow / kThreads, kBPieces = kBK * kBPerRow / kThreads;
+static_assert(kAPieces * kThreads == kBlockM * kAPerRow && kBPieces * kThreads == kBK * kBPerRow,
+              "the tiles split into whole 16-byte pieces per thread");
+}  // namespace pipe
+
+// cp.async.cg: 16 bytes from global memory straight into shared memory, cached in L2 only
+// (a block reads each piece once). src_bytes (0..16) are read and the rest of the 16 land
+// as zeros: a ragged edge is filled by the copy itself (SASS: LDGSTS.E.BYPASS.128.ZFILL).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                   static_cast<std::uint32_t>(__cvta_generic_to_shared(dst))),
+               "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+               : "memory");
+}
+// Closes this thread's group of copies (SASS: LDGDEPBAR).
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's groups are pending (SASS: DEPBAR.LE SB0, N).
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// threadIdx.x, read by an instruction the compiler may not hoist or reuse: what is computed
+// from it is computed again where it is used, instead of being kept in registers.
+__device__ __forceinline__ unsigned thread_index_again() {
+  unsigned tid;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  return tid;
+}
+
+// How many of the 16 bytes from column `col` of a row `cols` long exist: 16, 4-12 where the
+// row ends inside the piece, 0 past its end.
+__device__ __forceinline__ int piece_bytes(int col, int cols) {
+  const int left = cols - col;
+  return left <= 0 ? 0 : left >= 4 ? 16 : 4 * left;
+}
+
+// ---- Step 5's tiles, barriers and copies -----------------------------------------------------
+namespace tma {
+constexpr int kBK = 32;
+constexpr int kStages = 3;
+// A's box is 32 floats wide: each of its rows is exactly 128 bytes, the span of the
+// 128-byte swizzle. The copy engine stores the 16-byte piece j of row r at piece
+// j ^ (r % 8), so the 8 consecutive rows a warp reads at one k (all in the same bank group
+// unswizzled) land in 8 different groups. B's rows are read along themselves, 4
+// neighbouring pieces at a time: no swizzle needed (nor possible: a swizzled box row is at
+// most 128 bytes).
+constexpr int kSwizzleBytes = kBK * static_cast<int>(sizeof(float));
+static_assert(kSwizzleBytes == 128, "A's box rows span exactly one 128-byte swizzle");
+constexpr int kAFloats = kBlockM * kBK, kBFloats = kBK * kBlockN;
+constexpr int kStageFloats = kAFloats + kBFloats;
+constexpr unsigned kStageBytes = kStageFloats * sizeof(float);  // what one stage's two boxes deliver
+// The 128-byte swizzle repeats every 1024 bytes and follows the shared address itself: the
+// stages start on 1024 bytes (the dynamic buffer is aligned up at run time, hence the
+// slack), and each box is a multiple of 1024 bytes.
+constexpr int kAlign = 1024;
+constexpr int kSmemBytes = kStages * static_cast<int>(kStageBytes) + kAlign;  // 97 KiB
+static_assert(kAFloats * sizeof(float) % kAlign == 0 && kStageBytes % kAlign == 0, "boxes stay 1024-byte aligned");
+// A box dimension is at most 256 elements, and its rows a multiple of 16 bytes.
+static_assert(kBK <= 256 && kBlockM <= 256 && kBlockN <= 256 && kBlockN * sizeof(float) % 16 == 0, "TMA box rules");
+}  // namespace tma
+
+#if CH09_SM90
+// The sm_90 instructions, compiled for sm_90 and later only (step 5's kernel uses them under
+// the same condition).
+
+// The empty barrier of a stage: every thread arrives once per use.
+constexpr unsigned kConsumers = kThreads;
+// A phase lands in microseconds; one that has not completed after 4 s never will.
+constexpr unsigned long long kWaitLimitNs = 4'000'000'000ull;
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// mbarrier.init: a phase completes after `arrivals` arrivals and, where some were expected,
+// the transaction bytes (SASS: SYNCS.EXCH.64).
+__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
+}
+
+// Makes this thread's barrier inits visible to the copy engine (the async proxy), which
+// does not see ordinary shared-memory writes in program order.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// One arrival that also adds `bytes` to the phase's transaction count: the phase then also
+// waits for the copies that complete_tx on it to deliver those bytes (SASS:
+// SYNCS.ARRIVE.TRANS64).
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+}
+
+// A plain arrival, with release semantics: this thread's reads of the stage come before it.
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
+}
+
+// Whether the phase of parity `parity` has completed (acquire). The k-th use of a barrier
+// waits for parity k & 1 (SASS: SYNCS.PHASECHK.TRANS64.TRYWAIT).
+__device__ __forceinline__ bool mbarrier_try_wait(std::uint64_t* bar, unsigned parity) {
+  std::uint32_t done = 0;
+  asm volatile(
+      "{\n"
+      "  .reg .pred p;\n"
+      "  mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "  selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(shared_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// What a thread says before it traps: which barrier of which stage never completed. A
+// printf with arguments passes them through a buffer in local memory, which this kernel
+// keeps none of (its SASS has no STL: the tests check), so each message is a literal.
+#define CH09_GAVE_UP(barrier, s)                                                    \
+  printf("sgemm_tma_kernel: the " barrier " barrier of stage " #s " did not complete" \
+         " in 4 s (a byte count, a parity or an arrival that never comes)\n")
+__device__ __noinline__ void give_up(bool full, int stage) {
+  static_assert(tma::kStages <= 4, "one message per stage below");
+  switch (stage) {
+    case 0: full ? CH09_GAVE_UP("full", 0) : CH09_GAVE_UP("empty", 0); break;
+    case 1: full ? CH09_GAVE_UP("full", 1) : CH09_GAVE_UP("empty", 1); break;
+    case 2: full ? CH09_GAVE_UP("full", 2) : CH09_GAVE_UP("empty", 2); break;
+    default: full ? CH09_GAVE_UP("full", 3) : CH09_GAVE_UP("empty", 3); break;
+  }
+  __trap();
+}
+#undef CH09_GAVE_UP
+
+// The slow path of a wait, out of line so that its loop stays out of the kernel's hot code:
+// a phase that never completes (a byte count that does not match the boxes, a wrong parity,
+// a missing arrival) ends the kernel with a message naming the barrier and the stage
+// instead of hanging.
+__device__ __noinline__ void wait_slowly(std::uint64_t* bar, unsigned parity, bool full, int stage) {
+  const unsigned long long start = global_ns();
+  for (unsigned tries = 1;; ++tries) {
+    if (mbarrier_try_wait(bar, parity)) return;
+    if (tries % 64 == 0 && global_ns() - start >= kWaitLimitNs) give_up(full, stage);
+  }
+}
+
+__device__ __forceinline__ void wait_phase(std::uint64_t* bar, unsigned parity, bool full, int stage) {
+  if (!mbarrier_try_wait(bar, parity)) wait_slowly(bar, parity, full, stage);
+}
+
+// One 2D TMA load: the box whose first element is column x, row y of the map's matrix into
+// `dst`, completing its bytes on `bar`. Elements of the box outside the matrix are not
+// read and land as zeros, and the whole box's bytes are always counted (SASS: UTMALDG.2D).
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(shared_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(shared_address(bar))
+      : "memory");
+}
+#endif  // CH09_SM90
+
+// Past 48 KiB a block's dynamic shared memory must be asked for, once per kernel.
+template <typename Kernel>
+bool allow_shared(Kernel kernel, int bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  return true;
+}
+
+// The driver's cuTensorMapEncodeTiled with the signature of CUDA 12.0, looked up once. The
+// runtime does not wrap it and the course links the runtime only (no -lcuda), so it is
+// reached through the runtime's lookup of driver entry points.
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+#else  // CUDA 12.0-12.4 have only the unversioned lookup
+    CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found));
+#endif
+    if (found != cudaDriverEntryPointSuccess || p == nullptr)
+      throw std::runtime_error("sgemm_tma: the driver has no cuTensorMapEncodeTiled (a CUDA 12.0 or newer driver)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+// The tensor map of a rows x cols view, in boxes of box_rows x box_cols. Its dimensions are
+// the matrix's, not the leading dimension's: the copy engine zero-fills a box's columns
+// past `cols` (the pad is never read) and its rows past `rows`. The row stride, ld x 4
+// bytes, is a multiple of 16 as the engine requires, because ld is a multiple of 4.
+CUtensorMap tensor_map(const float* data, int rows, int cols, int ld, int box_rows, int box_cols,
+                       CUtensorMapSwizzle swizzle) {
+  if (reinterpret_cast<std::uintptr_t>(data) % 16 != 0)
+    throw std::invalid_argument("sgemm_tma: TMA needs each matrix to start on a 16-byte boundary");
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * sizeof(float)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(data), dims, strides,
+                                    box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("sgemm_tma: cuTensorMapEncodeTiled refused a " + std::to_string(rows) + " x " +
+                             std::to_string(cols) + " view (ld " + std::to_string(ld) + "): CUresult " +
+                             std::to_string(static_cast<int>(r)));
+  return map;
+}
+
+void require_tma(const char* function) {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major < 9)
+    throw cml::Skip(std::string(function) + ": the tensor memory accelerator needs compute capability 9.0; this GPU is " +
+                    std::to_string(major) + "." + std::to_string(minor));
+}
+
+}  // namespace
+
+// Every launcher checks the shapes first (nothing is enqueued before a mismatch throws),
+// enqueues nothing for an empty C, and otherwise launches one kernel on `stream`. k = 0
+// needs no special case: the kernels' k loops run no iteration and store their zero
+// accumulators.
+
+// ---- Step 1 -----------------------------------------------------------------------------
+__global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSm)
+    sgemm_tiled_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
+                       float* __restrict__ c, int ldc, int m, int n, int k) {
+  __shared__ float as[kTile][kTile];  // as[r][p] = A(row0 + r, p0 + p)
+  __shared__ float bs[kTile][kTile];  // bs[p][x] = B(p0 + p, col0 + x)
+  const int tiles_n = ceil_div(n, kTile);
+  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kTile;
+  const int col0 = static_cast<int>(blockIdx.x) % tiles_n * kTile;
+  const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
+  float acc[kPerThread] = {};
+  for (int p0 = 0; p0 < k; p0 += kTile) {
+    // Outside the matrix the tiles hold zeros: a zero term changes no sum, so the compute
+    // loop below needs no bounds check and k need not be a multiple of 32.
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int r = y + i * kTileRows;
+      as[r][x] = row0 + r < m && p0 + x < k ? a[static_cast<std::size_t>(row0 + r) * lda + p0 + x] : 0.0f;
+      bs[r][x] = p0 + r < k && col0 + x < n ? b[static_cast<std::size_t>(p0 + r) * ldb + col0 + x] : 0.0f;
+    }
+    __syncthreads();  // every thread reads elements other threads stored
+    // as[y + 8i][p] is one word for the whole warp (a broadcast), bs[p][x] 32 consecutive
+    // words: neither load conflicts.
+#pragma unroll
+    for (int p = 0; p < kTile; ++p) {
+      const float bv = bs[p][x];
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i) acc[i] = fmaf(as[y + i * kTileRows][p], bv, acc[i]);
+    }
+    __syncthreads();  // nobody overwrites the tiles while another thread still reads them
+  }
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int r = row0 + y + i * kTileRows, col = col0 + x;
+    if (r < m && col < n) c[static_cast<std::size_t>(r) * ldc + col] = acc[i];
+  }
+}
+
+void sgemm_tiled(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  check_gemm_shapes("sgemm_tiled", a, b, c);
+  const int m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0) return;
+  sgemm_tiled_kernel<<<tile_blocks(m, n, kTile, kTile), dim3(kTile, kTileRows), 0, stream>>>(a.data, a.ld, b.data, b.ld,
+                                                                                           c.data, c.ld, m, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- Step 2 -----------------------------------------------------------------------------
+// c(i, j) = sum over p of a(i, p) a(j, p): both tiles are row blocks of A, loaded exactly
+// like step 1's A tile (along k, coalesced). The second one plays Aᵀ: thread x needs row x
+// of it, so a warp reads one column of the tile, 32 rows at a time. In a [32][32] tile those
+// 32 words are 128 bytes apart, all in one bank; with a row pitch of 33 floats, row x starts
+// in bank x % 32 and the column covers all 32 banks. The first tile is read as a broadcast
+// (one row per warp) and keeps its 32 columns.
+__global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSm)
+    gram_tiled_kernel(const float* __restrict__ a, int lda, float* __restrict__ c, int ldc, int m, int k) {
+  __shared__ float rows_i[kTile][kTile];      // rows_i[r][p] = A(row0 + r, p0 + p)
+  __shared__ float rows_j[kTile][kTile + 1];  // rows_j[r][p] = A(col0 + r, p0 + p), padded
+  const int tiles_n = ceil_div(m, kTile);
+  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kTile;
+  const int col0 = static_cast<int>(blockIdx.x) % tiles_n * kTile;
+  const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
+  float acc[kPerThread] = {};
+  for (int p0 = 0; p0 < k; p0 += kTile) {
+    const bool in_k = p0 + x < k;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int r = y + i * kTileRows;
+      rows_i[r][x] = row0 + r < m && in_k ? a[static_cast<std::size_t>(row0 + r) * lda + p0 + x] : 0.0f;
+      rows_j[r][x] = col0 + r < m && in_k ? a[static_cast<std::size_t>(col0 + r) * lda + p0 + x] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < kTile; ++p) {
+      const float aj = rows_j[x][p];  // lanes x = 0..31: words 33 x + p, 32 banks
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i) acc[i] = fmaf(rows_i[y + i * kTileRows][p], aj, acc[i]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int r = row0 + y + i * kTileRows, col = col0 + x;
+    if (r < m && col < m) c[static_cast<std::size_t>(r) * ldc + col] = acc[i];
+  }
+}
+
+void gram_tiled(ConstView a, View c, cudaStream_t stream) {
+  check_gram_shapes("gram_tiled", a, c);
+  const int m = c.rows, k = a.cols;
+  if (m == 0) return;
+  gram_tiled_kernel<<<tile_blocks(m, m, kTile, kTile), dim3(kTile, kTileRows), 0, stream>>>(a.data, a.ld, c.data, c.ld,
+                                                                                          m, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- Step 3 -----------------------------------------------------------------------------
+// A thread's micro-tile is 2 x 2 blocks of 4 x 4: rows r, r + 32 (r = 4 lane_row within the
+// warp's 64) and columns c, c + 16 (c = 4 lane_col within its 32). At one k a warp then
+// loads 8 different 16-byte pieces of A (128 consecutive bytes) and 4 of B (64 bytes), each
+// shared by 4 lanes: no bank conflict, 4 LDS.128 for 64 FFMA.
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    sgemm_registers_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
+                           float* __restrict__ c, int ldc, int m, int n, int k) {
+  using namespace reg;
+  __shared__ __align__(16) float as[2][kBK][kAPitch];
+  __shared__ __align__(16) float bs[2][kBK][kBlockN];
+  const TileOrigin tile = grouped_tile(m, n);
+  const int row0 = tile.row0, col0 = tile.col0;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+
+  // The pieces this thread copies: A row a_row, k-columns a_col..+3; B row b_row, columns
+  // b_col..+3 (a warp reads 512 contiguous bytes of a row of B).
+  const int a_row = tid / 2, a_col = tid % 2 * 4;
+  const int b_row = tid / 32, b_col = tid % 32 * 4;
+  const bool a_inside = row0 + a_row < m;
+  const float* a_src = a + static_cast<std::size_t>(a_inside ? row0 + a_row : 0) * lda;
+
+  const int am = (warp / kWarpsN) * kWarpM + lane / 4 * 4;  // first of the thread's rows
+  const int bn = (warp % kWarpsN) * kWarpN + lane % 4 * 4;  // first of its columns
+
+  float acc[kMicro][kMicro] = {};
+  float4 a_next = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b_next = a_next;
+  const auto fetch = [&](int t) {  // global -> registers
+    const int p0 = t * kBK;
+    a_next = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const int p = p0 + b_row;
+    b_next = p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  };
+  const auto stash = [&](int buf) {  // registers -> shared, A transposed
+    as[buf][a_col + 0][a_row] = a_next.x;
+    as[buf][a_col + 1][a_row] = a_next.y;
+    as[buf][a_col + 2][a_row] = a_next.z;
+    as[buf][a_col + 3][a_row] = a_next.w;
+    *reinterpret_cast<float4*>(&bs[buf][b_row][b_col]) = b_next;
+  };
+
+  const int tiles_k = ceil_div(k, kBK);
+  if (tiles_k > 0) {
+    fetch(0);
+    stash(0);
+  }
+  __syncthreads();
+  // Two buffers: while the block computes on one, the next tile's loads are in flight in
+  // registers (issued before the compute, stored after it), so their latency hides behind
+  // 512 FFMA per thread, and one barrier per tile suffices: the buffer stored at tile t was
+  // last read at tile t - 1, before the barrier that ended it.
+  for (int t = 0; t < tiles_k; ++t) {
+    const int buf = t & 1;
+    if (t + 1 < tiles_k) fetch(t + 1);
+#pragma unroll
+    for (int p = 0; p < kBK; ++p) {
+      float av[kMicro], bv[kMicro];
+      unpack(*reinterpret_cast<const float4*>(&as[buf][p][am]), av);
+      unpack(*reinterpret_cast<const float4*>(&as[buf][p][am + 32]), av + 4);
+      unpack(*reinterpret_cast<const float4*>(&bs[buf][p][bn]), bv);
+      unpack(*reinterpret_cast<const float4*>(&bs[buf][p][bn + 16]), bv + 4);
+#pragma unroll
+      for (int i = 0; i < kMicro; ++i)
+#pragma unroll
+        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    if (t + 1 < tiles_k) stash(buf ^ 1);
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int i = 0; i < kMicro; ++i) {
+    const int r = row0 + am + i / 4 * 32 + i % 4;
+    if (r >= m) continue;
+    float* row = c + static_cast<std::size_t>(r) * ldc;
+    store4(row, col0 + bn, n, acc[i]);
+    store4(row, col0 + bn + 16, n, acc[i] + 4);
+  }
+}
+
+void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  check_gemm_shapes("sgemm_registers", a, b, c);
+  const int m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0) return;
+  sgemm_registers_kernel<<<tile_blocks(m, n, kBlockM, kBlockN), kThreads, 0, stream>>>(a.data, a.ld, b.data, b.ld,
+                                                                                       c.data, c.ld, m, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- Step 4 -----------------------------------------------------------------------------
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    sgemm_pipelined_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
+                           float* __restrict__ c, int ldc, int m, int n, int k) {
+  using namespace pipe;
+  extern __shared__ __align__(128) float4 dyn_smem[];
+  float* const smem = reinterpret_cast<float*>(dyn_smem);
+  const TileOrigin tile = grouped_tile(m, n);
+  const int row0 = tile.row0, col0 = tile.col0;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int tiles_k = ceil_div(k, kBK);
+
+  // Tile t into stage s: thread `me` copies the A pieces me % 4 of rows me / 4 and
+  // me / 4 + 64 (4 threads per 64-byte row piece) and the B pieces me % 32 of rows me / 32
+  // and me / 32 + 8 (a warp copies 512 contiguous bytes). Every thread issues the same
+  // copies, in or out of the matrix: zero-filled where it ends. The addresses are computed
+  // again at each tile from an index the compiler must read again: kept in registers across
+  // the compute (where the compiler would keep them) they overflow the 128 registers of a
+  // thread, which the 64 accumulators and the fragments nearly fill, and spill.
+  const auto issue = [&](int t, int s) {
+    const unsigned me = thread_index_again();
+    const unsigned a_r = me / kAPerRow, a_c = me % kAPerRow * 4, b_r = me / kBPerRow, b_c = me % kBPerRow * 4;
+    float* const stage = smem + s * kStageFloats;
+    const int p0 = t * kBK;
+    // The tile's first elements, A(row0, p0) and B(p0, col0), exist (row0 < m, col0 < n,
+    // p0 < k): a copy that reads nothing is pointed there.
+    const float* const a_tile = a + static_cast<std::size_t>(row0) * lda + p0;
+    const float* const b_tile = b + static_cast<std::size_t>(p0) * ldb + col0;
+    const int a_bytes = piece_bytes(p0 + static_cast<int>(a_c), k);
+    const int b_bytes = piece_bytes(col0 + static_cast<int>(b_c), n);
+#pragma unroll
+    for (unsigned i = 0; i < kAPieces; ++i) {
+      const unsigned r = a_r + i * (kThreads / kAPerRow);
+      const int bytes = row0 + static_cast<int>(r) < m ? a_bytes : 0;
+      const float* src = a_tile + (bytes > 0 ? static_cast<std::size_t>(r) * static_cast<unsigned>(lda) + a_c : 0);
+      cp_async16(stage + r * kAPitch + a_c, src, bytes);
+    }
+#pragma unroll
+    for (unsigned i = 0; i < kBPieces; ++i) {
+      const unsigned r = b_r + i * (kThreads / kBPerRow);
+      const int bytes = p0 + static_cast<int>(r) < k ? b_bytes : 0;
+      const float* src = b_tile + (bytes > 0 ? static_cast<std::size_t>(r) * static_cast<unsigned>(ldb) + b_c : 0);
+      cp_async16(stage + kAFloats + r * kBlockN + b_c, src, bytes);
+    }
+  };
+
+  // One group per tile slot in every thread, even an empty one past the last tile, so that
+  // group g always means tile g: before the wait at tile t the thread has committed tiles
+  // 0 .. t + kStages - 2, and "at most kStages - 2 pending" means tile t has landed.
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles_k) issue(s, s);
+    cp_async_commit();
+  }
+  const int am = pipe_first_row(warp, lane), bn = pipe_first_col(warp, lane);
+  float acc[kMicro][kMicro] = {};
+  int use = 0, fill = kStages - 1;  // the stages of tile t and of tile t + kStages - 1
+  for (int t = 0; t < tiles_k; ++t) {
+    cp_async_wait<kStages - 2>();  // this thread's pieces of tile t have landed...
+    // ...and after the barrier every thread's. The barrier also says every thread is done
+    // with tile t - 1, whose stage is the one refilled next: one barrier per tile.
+    __syncthreads();
+    if (t + kStages - 1 < tiles_k) issue(t + kStages - 1, fill);
+    cp_async_commit();
+    const float* as = smem + use * kStageFloats;
+    multiply_stage<kBK, kAPitch>(as, as + kAFloats, am, bn, 0, acc);
+    use = use + 1 == kStages ? 0 : use + 1;
+    fill = fill + 1 == kStages ? 0 : fill + 1;
+  }
+  store_pipe_tile(c, ldc, m, n, row0 + am, col0 + bn, acc);
+}
+
+void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  check_gemm_shapes("sgemm_pipelined", a, b, c);
+  const int m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0) return;
+  static const bool asked = allow_shared(sgemm_pipelined_kernel, pipe::kSmemBytes);
+  (void)asked;
+  sgemm_pipelined_kernel<<<tile_blocks(m, n, kBlockM, kBlockN), kThreads, pipe::kSmemBytes, stream>>>(
+      a.data, a.ld, b.data, b.ld, c.data, c.ld, m, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- Step 5 -----------------------------------------------------------------------------
+// Each stage has two barriers. "full": one arrival (thread 0's expect_tx of the stage's
+// bytes) plus the two boxes' bytes; every thread waits on it before computing. "empty":
+// every thread arrives after computing; thread 0 waits on it before refilling the stage,
+// so no box overwrites data still being read. Tile t uses stage t % kStages for the
+// (t / kStages)-th time: both barriers' phase parity is (t / kStages) & 1.
+//
+// Thread 0 refills the stage of tile t - 1 at the start of iteration t, not that of tile t
+// at its end: by then the other warps have usually finished tile t - 1, so its wait on the
+// empty barrier rarely stalls, and kStages - 1 tiles stay in flight behind the one computed.
+// The maps are __grid_constant__ parameters: the copy engine reads them where they lie.
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    sgemm_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                     float* __restrict__ c, int ldc, int m, int n, int k) {
+#if CH09_SM90
+  using namespace tma;
+  extern __shared__ __align__(128) float4 dyn_smem[];
+  __shared__ std::uint64_t full[kStages], empty[kStages];
+  const std::uint32_t raw = shared_address(dyn_smem);
+  float* const stages =
+      reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(dyn_smem) + (kAlign - raw % kAlign) % kAlign);
+  const TileOrigin tile = grouped_tile(m, n);
+  const int row0 = tile.row0, col0 = tile.col0;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int tiles_k = ceil_div(k, kBK);
+
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], kConsumers);
+    }
+    fence_proxy_async_shared();
+  }
+  __syncthreads();  // the inits, before any thread waits on a barrier
+
+  // Thread 0 only. Coordinates go innermost first: (k, row) in A, (column, k) in B.
+  const auto issue = [&](int t, int s) {
+    float* as = stages + s * kStageFloats;
+    mbarrier_arrive_expect_tx(&full[s], kStageBytes);
+    tma_load_2d(as, &map_a, t * kBK, row0, &full[s]);
+    tma_load_2d(as + kAFloats, &map_b, col0, t * kBK, &full[s]);
+  };
+  if (tid == 0)
+    for (int s = 0; s < kStages && s < tiles_k; ++s) issue(s, s);
+
+  // The copy engine applied the 128-byte swizzle to A's rows: piece j of row r lies at
+  // piece j ^ (r % 8). This thread's rows are am + 8 i, all with r % 8 == am % 8.
+  const int am = pipe_first_row(warp, lane), bn = pipe_first_col(warp, lane);
+  const int swizzle = am % 8;
+  float acc[kMicro][kMicro] = {};
+  int stage = 0;
+  unsigned parity = 0;
+  for (int t = 0; t < tiles_k; ++t) {
+    if (tid == 0 && t > 0 && t - 1 + kStages < tiles_k) {
+      const int prev = stage == 0 ? kStages - 1 : stage - 1;
+      const unsigned prev_parity = stage == 0 ? parity ^ 1u : parity;
+      wait_phase(&empty[prev], prev_parity, false, prev);
+      issue(t - 1 + kStages, prev);
+    }
+    wait_phase(&full[stage], parity, true, stage);
+    const float* as = stages + stage * kStageFloats;
+    multiply_stage<kBK, kBK>(as, as + kAFloats, am, bn, swizzle, acc);
+    mbarrier_arrive(&empty[stage]);
+    if (++stage == kStages) {
+      stage = 0;
+      parity ^= 1u;
+    }
+  }
+  store_pipe_tile(c, ldc, m, n, row0 + am, col0 + bn, acc);
+#else
+  (void)map_a;
+  (void)map_b;
+  (void)c;
+  (void)ldc;
+  (void)m;
+  (void)n;
+  (void)k;
+  __trap();  // never launched: sgemm_tma refuses a GPU below 9.0
+#endif
+}
+
+void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  check_gemm_shapes("sgemm_tma", a, b, c);
+  require_tma("sgemm_tma");
+  const int m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0) return;
+  // With k = 0 there is no tile to load, and no map to encode (a dimension of 0 is no
+  // tensor): the kernel never reads the empty maps and stores zeros.
+  CUtensorMap map_a{}, map_b{};
+  if (k > 0) {
+    map_a = tensor_map(a.data, m, k, a.ld, kBlockM, tma::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
+    map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
+  }
+  static const bool asked = allow_shared(sgemm_tma_kernel, tma::kSmemBytes);
+  (void)asked;
+  sgemm_tma_kernel<<<tile_blocks(m, n, kBlockM, kBlockN), kThreads, tma::kSmemBytes, stream>>>(map_a, map_b, c.data,
+                                                                                               c.ld, m, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ch09
