@@ -1,0 +1,517 @@
+// Chapter 09 — a tiled SGEMM: the tests of exercise.cu, step by step. Results against the
+// CPU (every element of shapes up to 513 x 517 x 519, tolerance from K and FP32 rounding) on
+// whole, ragged, non-square, K = 1, K = 0 and one-row/one-column shapes, with the inputs'
+// pads poisoned (NaN) and C's pads and the rows after C watched; the contract's promises
+// (sgemm.cuh: shapes refused before anything runs, one kernel on the stream given, nothing
+// for an empty C); mechanism from the SASS of the learner's kernels (cuobjdump), Nsight
+// Compute's counters (coalesced loads, no bank conflicts) and compute-sanitizer racecheck;
+// speed as a fraction of cuBLAS SGEMM (FP32, pedantic) timed in the same process.
+//
+//   ./lab check 09                        against your exercise.cu
+//   meson test -C build "ch09 solution"   against the solution
+#include "harness.hpp"
+#include "sgemm.cuh"
+#include "enqueue_only.hpp"
+#include "gpu.hpp"
+#include "integrity.hpp"
+#include "kernel_sass.hpp"
+#include "ncu_evidence.hpp"
+#include "sanitizer_target.hpp"
+#include "speed_bar.hpp"
+#include "target_case.hpp"
+
+#include "cml/errors.hpp"
+#include "cml/ncu.hpp"
+#include "cml/sass.hpp"
+#include "cml/stream.hpp"
+#include "cml/timing.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+CML_INTEGRITY_CASE(09, "09_sgemm")
+
+namespace {
+
+using ch09::Shape;
+using ch09::Variant;
+
+// The variant of the list by function name (the learner's steps and the provided kernel).
+const Variant& variant(const std::string& name) {
+  for (const auto& v : ch09::variants())
+    if (name == v.name) return v;
+  throw std::logic_error("no variant named " + name);
+}
+
+std::string step_text(int step) { return "step " + std::to_string(step) + "; ./lab hint 09"; }
+
+// ---- Results ---------------------------------------------------------------------------
+
+// Every shape of the list through `v`, each against the CPU; shared memory scrubbed with NaN
+// first, so a tile read before it is filled shows. The first failure's report, then what the
+// failing shapes have in common.
+void check_shapes(const Variant& v, const std::vector<Shape>& shapes) {
+  cml::test::device();
+  cml::Stream s;
+  std::vector<ch09::ShapeVerdict> verdicts;
+  std::string first;
+  for (const auto& shape : shapes) {
+    const ch09::Problem p(shape);
+    const auto ref = ch09::cpu_reference(p);
+    ch09::scrub_shared_memory(s);
+    const auto r = ch09::run_and_compare(p, [&](cudaStream_t st) { ch09::run(v, p, st); }, ref, s);
+    verdicts.push_back({shape, r.ok});
+    if (!r.ok && first.empty()) first = ch09::describe(shape) + ": " + r.describe();
+  }
+  const std::string pattern = ch09::failure_pattern(verdicts);
+  INFO(v.label() << ": " << first << (pattern.empty() ? "" : "\n" + pattern) << " (" << step_text(v.step) << ")");
+  CHECK(first.empty());
+}
+
+// The promises of sgemm.cuh on bad shapes: std::invalid_argument, and nothing enqueued.
+void check_refuses_bad_shapes(const Variant& v) {
+  cml::test::device();
+  cml::DeviceBuffer<float> buf(64 * 64);
+  float* d = buf.data();
+  struct Bad {
+    ch09::ConstView a, b;
+    ch09::View c;
+    const char* what;
+  };
+  const std::vector<Bad> bad =
+      v.is_gram() ? std::vector<Bad>{{{d, 8, 12, 12}, {}, {d, 8, 9, 12}, "C is not m x m"},
+                                     {{d, 8, 12, 10}, {}, {d, 8, 8, 8}, "A's ld is not a multiple of 4"},
+                                     {{d, 8, 12, 8}, {}, {d, 8, 8, 8}, "A's ld is below its cols"}}
+                  : std::vector<Bad>{{{d, 8, 12, 12}, {d, 13, 8, 8}, {d, 8, 8, 8}, "A's cols differ from B's rows"},
+                                     {{d, 8, 12, 12}, {d, 12, 8, 8}, {d, 9, 8, 8}, "C's rows differ from A's"},
+                                     {{d, 8, 12, 12}, {d, 12, 8, 8}, {d, 8, 8, 6}, "C's ld is below its cols"},
+                                     {{d, 8, 12, 14}, {d, 12, 8, 8}, {d, 8, 8, 8}, "A's ld is not a multiple of 4"}};
+  for (const auto& b : bad) {
+    INFO(v.label() << " must throw std::invalid_argument when " << b.what << ", before it enqueues anything "
+         "(sgemm.cuh; " << step_text(v.step) << ")");
+    if (v.is_gram())
+      CHECK_THROWS_AS(v.gram(b.a, b.c, nullptr), std::invalid_argument);
+    else
+      CHECK_THROWS_AS(v.gemm(b.a, b.b, b.c, nullptr), std::invalid_argument);
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// One kernel on the stream given, and nothing for an empty C. Needs the trace.
+void check_enqueues_only(const Variant& v) {
+  cml::test::device();
+  for (const auto& [shape, kernels] : {std::pair<Shape, std::size_t>{v.is_gram() ? ch09::gram_shape(70, 50)
+                                                                                 : ch09::gemm_shape(70, 90, 50),
+                                                                     1},
+                                       {v.is_gram() ? ch09::gram_shape(0, 50) : ch09::gemm_shape(0, 90, 50), 0},
+                                       {v.is_gram() ? ch09::gram_shape(70, 50) : ch09::gemm_shape(70, 0, 50),
+                                        v.is_gram() ? 1u : 0u}}) {
+    const ch09::Problem p(shape);  // allocated before the watch: cudaMalloc may wait
+    CML_CHECK_ENQUEUE_ONLY(v.label() + " on " + ch09::describe(shape),
+                           [&](cudaStream_t s) { ch09::run(v, p, s); }, kernels,
+                           "sgemm.cuh: each function only enqueues its one kernel on `stream`; an empty C enqueues "
+                           "nothing");
+  }
+}
+
+// ---- Nsight Compute ---------------------------------------------------------------------
+
+// The counters the chapter reads: global loads (sectors per request: 4 for a warp reading
+// 32 consecutive floats) and shared loads (bank conflicts against wavefronts).
+const std::vector<std::string>& metrics() {
+  static const std::vector<std::string> m = {
+      "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+      "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+      "smsp__inst_executed_op_shared_ld.sum",
+  };
+  return m;
+}
+enum Metric { kGlobalSectors, kGlobalRequests, kSharedConflicts, kSharedWavefronts, kSharedLoads };
+
+// The learner's kernel of `v` once, profiled in this executable's [.target] case: its
+// counters (one entry), or none and why.
+std::vector<cml::ncu::KernelMetrics> profiled(const Variant& v, std::string& why_not) {
+  const auto r = cml::ncu::profile({cml::sass::self_executable(), "[.target]"}, v.kernel, metrics(),
+                                   {"CML_TRACE=off", "CML_ISOLATE=off", std::string("CML_TARGET=") + v.name});
+  if (!r.ok) {
+    why_not = r.error;
+    return {};
+  }
+  for (const auto& k : r.kernels)
+    if (k.kernel.find(v.kernel) != std::string::npos) return {k};
+  why_not = std::string("ncu saw no kernel named ") + v.kernel + ": keep the kernel's name (sgemm.cuh)";
+  return {};
+}
+
+double value(const cml::ncu::KernelMetrics& k, Metric m) {
+  const auto it = k.values.find(metrics()[m]);
+  return it == k.values.end() ? -1.0 : it->second;
+}
+
+// The target's shape: whole tiles of every size the steps use, so the counters are of the
+// steady state, not of ragged edges.
+constexpr int kProfileSide = 1024;
+
+// ---- SASS ---------------------------------------------------------------------------------
+
+std::size_t count_16_byte_shared_loads(const cml::sass::Function& f) {
+  return cml::sass::count(f, "LDS.128") + cml::sass::count(f, "LDS.U.128");
+}
+
+void check_no_local_memory(const cml::sass::Function& f, const Variant& v) {
+  const std::size_t ldl = cml::sass::count(f, "LDL"), stl = cml::sass::count(f, "STL");
+  INFO(v.kernel << " has " << ldl << " LDL and " << stl << " STL: its micro-tile (or an array of fragments) went to "
+       "local memory — index register arrays only with compile-time indices (fully unrolled loops), and keep the "
+       "micro-tile small enough for the register file (" << step_text(v.step) << ")");
+  CHECK(ldl + stl == 0);
+}
+
+// ---- racecheck ------------------------------------------------------------------------------
+
+std::string race_found(const Variant& v, const char* what) {
+  return std::string("hazards in ") + v.kernel + ": " + what + " (" + step_text(v.step) + ")";
+}
+
+// ---- Speed ----------------------------------------------------------------------------------
+
+// The side of the square problem the speed bars run on: 4096, or less where three matrices
+// of it do not fit the free memory.
+int speed_side() {
+  const auto& d = cml::test::device();
+  int side = 4096;
+  while (side > 1024 && 4.0 * ch09::Problem::device_bytes(ch09::gemm_shape(side, side, side)) > d.free_bytes) side /= 2;
+  return side;
+}
+
+// v's GFLOP/s at `bar` of cuBLAS's or more, timed interleaved in one process.
+void check_speed(const Variant& v, double bar, const char* advice) {
+  cml::test::device();
+  const int side = speed_side();
+  const Shape shape = v.is_gram() ? ch09::gram_shape(side, side) : ch09::gemm_shape(side, side, side);
+  const ch09::Problem p(shape);
+  ch09::Cublas cublas;
+  const auto st = cml::test::time_together({[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); },
+                                            [&](cudaStream_t s) { ch09::run(v, p, s); }});
+  cml::test::check_bar(st[0], st[1], bar, v.label() + " on " + ch09::describe(shape),
+                       std::string("cuBLAS SGEMM (") + ch09::Cublas::math_mode() + ")",
+                       std::string(": ") + advice + " (" + step_text(v.step) + ")");
+}
+
+// The speed bars, fractions of cuBLAS SGEMM's GFLOP/s on the same problem in the same
+// process. PROVISIONAL: set from the design, not yet measured on a GPU (docs/09_sgemm.md,
+// "Speed bars", will hold both sides, five runs each, H200 and H100).
+// Step 1: the shared-memory tile; its mistake, tiles loaded down columns, is uncoalesced.
+constexpr double kTiledOfCublas = 0.10;
+// Step 2: the Gram matrix with a conflict-free transposed tile, against cuBLAS's A Aᵀ.
+constexpr double kGramOfCublas = 0.10;
+// Step 3: register blocking; the mistake, a 1 x 1 micro-tile, is step 1's speed.
+constexpr double kRegistersOfCublas = 0.45;
+// Step 4: the cp.async pipeline; the mistake, a wait for every group, has no overlap.
+constexpr double kPipelinedOfCublas = 0.60;
+// Step 5: TMA with full and empty barriers per stage.
+constexpr double kTmaOfCublas = 0.60;
+
+}  // namespace
+
+// Not a test: what the ncu and racecheck tests run under their tool. CML_TARGET=<function>
+// runs that function once on a kProfileSide square problem (ncu's steady state);
+// CML_TARGET=<function>@small on a small ragged one (compute-sanitizer: every edge path, fast).
+TEST_CASE("profile target: one learner function once", "[.target]") {
+  const auto target = cml::test::target_name();
+  if (!target) return;
+  const std::string name = target->substr(0, target->find('@'));
+  const bool small = name != *target;
+  const Variant& v = variant(name);
+  const Shape shape = small ? (v.is_gram() ? ch09::gram_shape(67, 45) : ch09::gemm_shape(67, 71, 45))
+                            : (v.is_gram() ? ch09::gram_shape(kProfileSide, kProfileSide)
+                                           : ch09::gemm_shape(kProfileSide, kProfileSide, kProfileSide));
+  const ch09::Problem p(shape);
+  cml::Stream s;
+  ch09::run(v, p, s);
+  s.synchronize();
+}
+
+// ---- Step 1 ---------------------------------------------------------------------------------
+
+TEST_CASE("step 1: sgemm_tiled multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step1][correctness]") {
+  check_shapes(variant("sgemm_tiled"), ch09::gemm_shapes());
+}
+
+TEST_CASE("step 1: sgemm_tiled refuses mismatched shapes and leading dimensions", "[ch09][step1][correctness]") {
+  check_refuses_bad_shapes(variant("sgemm_tiled"));
+}
+
+TEST_CASE("step 1: sgemm_tiled only enqueues one kernel on its stream", "[ch09][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_enqueues_only(variant("sgemm_tiled"));
+}
+
+TEST_CASE("step 1: sgemm_tiled_kernel stages both tiles in shared memory behind barriers", "[ch09][step1][mechanism]") {
+  cml::test::device();
+  CML_KERNEL_SASS(f, "sgemm_tiled_kernel");
+  const std::size_t sts = cml::sass::count(*f, "STS"), lds = cml::sass::count(*f, "LDS"),
+                    bar = cml::sass::count(*f, "BAR.SYNC");
+  INFO("sgemm_tiled_kernel has " << sts << " shared stores, " << lds << " shared loads and " << bar << " barriers: a "
+       "block loads a tile of A and a tile of B into shared memory, waits for the whole block, computes from them, "
+       "and waits again before the next tiles overwrite them (step 1; ./lab hint 09)");
+  CHECK(sts > 0);
+  CHECK(lds > 0);
+  CHECK(bar >= 2);
+}
+
+TEST_CASE("step 1: sgemm_tiled_kernel's global loads are coalesced (ncu)", "[ch09][step1][mechanism][profile]") {
+  cml::test::device();
+  const Variant& v = variant("sgemm_tiled");
+  std::string why;
+  const auto measured = profiled(v, why);
+  CML_REQUIRE_NCU(measured, why);
+  const auto& k = measured.front();
+  const double per_request = value(k, kGlobalSectors) / value(k, kGlobalRequests);
+  INFO("sgemm_tiled_kernel's global loads touch " << per_request << " sectors per request; a warp reading 32 "
+       "consecutive floats of a row touches 4 (16 for 16-byte loads); 32 means each lane reads another row — load "
+       "the tiles along their rows: threadIdx.x along A's k and along B's n (step 1; ./lab hint 09)");
+  CHECK(per_request > 0);
+  CHECK(per_request <= 16.5);
+}
+
+TEST_CASE("step 1: sgemm_tiled_kernel has no shared-memory race (racecheck)", "[ch09][step1][mechanism]") {
+  cml::test::device();
+  const Variant& v = variant("sgemm_tiled");
+  CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
+                      race_found(v, "a thread reads a tile element another warp writes with no barrier between, or "
+                                    "the next tiles overwrite the ones still being read: a barrier after loading and "
+                                    "one before the next load"));
+}
+
+TEST_CASE("step 1: sgemm_tiled reaches kTiledOfCublas of cuBLAS", "[ch09][step1][perf]") {
+  check_speed(variant("sgemm_tiled"), kTiledOfCublas,
+              "each element of a tile must be loaded once and used by a whole row or column of threads");
+}
+
+// ---- Step 2 ---------------------------------------------------------------------------------
+
+TEST_CASE("step 2: gram_tiled computes A Aᵀ on whole, ragged, thin, K = 1 and K = 0 matrices", "[ch09][step2][correctness]") {
+  check_shapes(variant("gram_tiled"), ch09::gram_shapes());
+}
+
+TEST_CASE("step 2: gram_tiled refuses mismatched shapes and leading dimensions", "[ch09][step2][correctness]") {
+  check_refuses_bad_shapes(variant("gram_tiled"));
+}
+
+TEST_CASE("step 2: gram_tiled only enqueues one kernel on its stream", "[ch09][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_enqueues_only(variant("gram_tiled"));
+}
+
+TEST_CASE("step 2: gram_tiled_kernel reads coalesced and its shared loads have no bank conflict (ncu)", "[ch09][step2][mechanism][profile]") {
+  cml::test::device();
+  const Variant& v = variant("gram_tiled");
+  std::string why;
+  const auto measured = profiled(v, why);
+  CML_REQUIRE_NCU(measured, why);
+  const auto& k = measured.front();
+  const double per_request = value(k, kGlobalSectors) / value(k, kGlobalRequests);
+  INFO("gram_tiled_kernel's global loads touch " << per_request << " sectors per request: both operands are rows "
+       "of A — read both along k, the transposed one too (step 2; ./lab hint 09)");
+  CHECK(per_request > 0);
+  CHECK(per_request <= 16.5);
+  const double conflicts = value(k, kSharedConflicts), loads = value(k, kSharedLoads);
+  INFO("gram_tiled_kernel: ncu counts " << conflicts << " bank conflicts in " << loads << " shared loads ("
+       << value(k, kSharedWavefronts) << " wavefronts); want none beyond 2 % of the loads: the tile read across "
+       "its rows puts a column in one bank unless its rows are padded or its columns swizzled (step 2; ./lab hint 09)");
+  CHECK(loads > 0);
+  CHECK(conflicts <= 0.02 * loads);
+}
+
+TEST_CASE("step 2: gram_tiled_kernel has no shared-memory race (racecheck)", "[ch09][step2][mechanism]") {
+  cml::test::device();
+  const Variant& v = variant("gram_tiled");
+  CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
+                      race_found(v, "a barrier after the tiles are written and one before they are overwritten"));
+}
+
+TEST_CASE("step 2: gram_tiled reaches kGramOfCublas of cuBLAS", "[ch09][step2][perf]") {
+  check_speed(variant("gram_tiled"), kGramOfCublas,
+              "a transposed tile with bank conflicts serialises every column read");
+}
+
+// ---- Step 3 ---------------------------------------------------------------------------------
+
+TEST_CASE("step 3: sgemm_registers multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step3][correctness]") {
+  check_shapes(variant("sgemm_registers"), ch09::gemm_shapes());
+}
+
+TEST_CASE("step 3: sgemm_registers refuses mismatched shapes and leading dimensions", "[ch09][step3][correctness]") {
+  check_refuses_bad_shapes(variant("sgemm_registers"));
+}
+
+TEST_CASE("step 3: sgemm_registers only enqueues one kernel on its stream", "[ch09][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_enqueues_only(variant("sgemm_registers"));
+}
+
+TEST_CASE("step 3: sgemm_registers_kernel loads its fragments 16 bytes at a time and spills nothing (SASS)", "[ch09][step3][mechanism]") {
+  cml::test::device();
+  const Variant& v = variant("sgemm_registers");
+  CML_KERNEL_SASS(f, "sgemm_registers_kernel");
+  const std::size_t wide = count_16_byte_shared_loads(*f), all = cml::sass::count(*f, "LDS"),
+                    ffma = cml::sass::count(*f, "FFMA");
+  INFO("sgemm_registers_kernel has " << wide << " 16-byte shared loads of its " << all << " and " << ffma
+       << " FFMA: a thread's fragments of A and B are rows of 4 consecutive floats in shared memory — keep A's tile "
+          "transposed so that a column of A is a row there (step 3; ./lab hint 09)");
+  CHECK(wide > 0);
+  CHECK(2 * wide >= all);
+  INFO("a micro-tile of r x c results takes r x c FFMA per loaded fragment pair: want at least 16 FFMA per 16-byte "
+       "load (step 3)");
+  CHECK(ffma >= 4 * wide);
+  check_no_local_memory(*f, v);
+}
+
+TEST_CASE("step 3: sgemm_registers reaches kRegistersOfCublas of cuBLAS", "[ch09][step3][perf]") {
+  check_speed(variant("sgemm_registers"), kRegistersOfCublas,
+              "one result per thread leaves the kernel bound by shared-memory loads: compute a micro-tile per "
+              "thread from fragments held in registers");
+}
+
+// ---- Step 4 ---------------------------------------------------------------------------------
+
+TEST_CASE("step 4: sgemm_pipelined multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step4][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  check_shapes(variant("sgemm_pipelined"), ch09::gemm_shapes());
+}
+
+TEST_CASE("step 4: sgemm_pipelined refuses mismatched shapes and leading dimensions", "[ch09][step4][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  check_refuses_bad_shapes(variant("sgemm_pipelined"));
+}
+
+TEST_CASE("step 4: sgemm_pipelined only enqueues one kernel on its stream", "[ch09][step4][mechanism]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  CML_REQUIRE_TRACING();
+  check_enqueues_only(variant("sgemm_pipelined"));
+}
+
+TEST_CASE("step 4: sgemm_pipelined_kernel copies 16 bytes with cp.async, zero-fills the edges and waits by groups (SASS)", "[ch09][step4][mechanism]") {
+  cml::test::device();
+  const Variant& v = variant("sgemm_pipelined");
+  CML_KERNEL_SASS(f, "sgemm_pipelined_kernel");
+  const std::size_t copies = cml::sass::count(*f, "LDGSTS.E.BYPASS.128"), all = cml::sass::count(*f, "LDGSTS"),
+                    zfill = cml::sass::count_containing(*f, ".ZFILL"), ldg = cml::sass::count(*f, "LDG");
+  INFO("sgemm_pipelined_kernel has " << copies << " 16-byte cp.async.cg copies (LDGSTS.E.BYPASS.128) of " << all
+       << " LDGSTS, " << ldg << " LDG: every tile goes from global to shared memory by cp.async, 16 bytes at a "
+          "time, bypassing L1 (step 4; ./lab hint 09)");
+  CHECK(copies > 0);
+  CHECK(copies == all);
+  CHECK(ldg == 0);
+  INFO("sgemm_pipelined_kernel has " << zfill << " zero-filling copies (.ZFILL): a piece that sticks out of the "
+       "matrix must arrive as zeros by the copy's src-size, not by reading past the end (step 4)");
+  CHECK(zfill > 0);
+  const std::size_t commit = cml::sass::count(*f, "LDGDEPBAR"), wait = cml::sass::count(*f, "DEPBAR");
+  INFO("sgemm_pipelined_kernel has " << commit << " commits (LDGDEPBAR) and " << wait << " waits (DEPBAR): "
+       "commit each stage's copies as a group and wait for the oldest only (step 4)");
+  CHECK(commit > 0);
+  CHECK(wait > 0);
+  check_no_local_memory(*f, v);
+}
+
+TEST_CASE("step 4: sgemm_pipelined_kernel has no shared-memory race (racecheck)", "[ch09][step4][mechanism]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  const Variant& v = variant("sgemm_pipelined");
+  CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
+                      race_found(v, "a thread computes on a stage other threads' copies filled, or a copy refills a "
+                                    "stage others still read: wait for the group, then a barrier, before computing; "
+                                    "a barrier after computing, before that stage is refilled"));
+}
+
+TEST_CASE("step 4: sgemm_pipelined reaches kPipelinedOfCublas of cuBLAS", "[ch09][step4][perf]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  check_speed(variant("sgemm_pipelined"), kPipelinedOfCublas,
+              "waiting for every group before computing leaves no copy in flight during the math: keep the next "
+              "stages' copies in flight and wait for the oldest only");
+}
+
+// ---- Step 5 ---------------------------------------------------------------------------------
+
+TEST_CASE("step 5: sgemm_tma multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step5][correctness]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  check_shapes(variant("sgemm_tma"), ch09::gemm_shapes());
+}
+
+TEST_CASE("step 5: sgemm_tma refuses mismatched shapes and leading dimensions", "[ch09][step5][correctness]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  check_refuses_bad_shapes(variant("sgemm_tma"));
+}
+
+TEST_CASE("step 5: sgemm_tma only enqueues one kernel on its stream", "[ch09][step5][mechanism]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  CML_REQUIRE_TRACING();
+  check_enqueues_only(variant("sgemm_tma"));
+}
+
+TEST_CASE("step 5: sgemm_tma_kernel loads its tiles by TMA and waits on mbarriers (SASS)", "[ch09][step5][mechanism]") {
+  cml::test::device();
+  const Variant& v = variant("sgemm_tma");
+  CML_KERNEL_SASS(f, "sgemm_tma_kernel");
+  const std::size_t tma = cml::sass::count(*f, "UTMALDG"), syncs = cml::sass::count(*f, "SYNCS"),
+                    ldg = cml::sass::count(*f, "LDG"), ldgsts = cml::sass::count(*f, "LDGSTS");
+  INFO("sgemm_tma_kernel has " << tma << " TMA loads (UTMALDG), " << syncs << " mbarrier operations (SYNCS), " << ldg
+       << " LDG and " << ldgsts << " LDGSTS: the tiles of A and B come by TMA from your tensor maps, each stage "
+          "completing on its full barrier (step 5; ./lab hint 09)");
+  CHECK(tma > 0);
+  CHECK(syncs > 0);
+  CHECK(ldg + ldgsts == 0);
+  check_no_local_memory(*f, v);
+}
+
+TEST_CASE("step 5: sgemm_tma_kernel has no shared-memory race (racecheck)", "[ch09][step5][mechanism]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  const Variant& v = variant("sgemm_tma");
+  CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
+                      race_found(v, "TMA refilled a stage that threads still read: the producer must wait on the "
+                                    "stage's empty barrier, which every consumer arrives on after its last read"));
+}
+
+TEST_CASE("step 5: sgemm_tma reaches kTmaOfCublas of cuBLAS", "[ch09][step5][perf]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  check_speed(variant("sgemm_tma"), kTmaOfCublas,
+              "keep several stages of TMA loads in flight: refill a stage as soon as its empty barrier completes");
+}
+
+// ---- What the chapter provides ---------------------------------------------------------------
+
+TEST_CASE("the chapter's sgemm_naive and cuBLAS agree with the CPU", "[ch09][correctness][provided]") {
+  check_shapes(variant("sgemm_naive"), ch09::gemm_shapes());
+  cml::Stream s;
+  ch09::Cublas cublas;
+  for (const auto& shape : {ch09::gemm_shape(257, 129, 65, "ragged"), ch09::gram_shape(130, 67, "Gram")}) {
+    const ch09::Problem p(shape);
+    const auto r = ch09::run_and_compare(p, [&](cudaStream_t st) { ch09::run_cublas(cublas, p, st); },
+                                         ch09::cpu_reference(p), s);
+    INFO("cuBLAS on " << ch09::describe(shape) << ": " << r.describe() << " (provided.cu: the ceiling itself is wrong)");
+    CHECK(r.ok);
+  }
+}
+
+// Both sides of the bars, for the maintainer: five runs of each step against cuBLAS, on this
+// build (the solution for the correct sides, a mutant's build for a mistake's).
+TEST_CASE("measure both sides of the speed bars", "[ch09][.measure]") {
+  const auto& d = cml::test::device();
+  const int side = speed_side();
+  std::printf("device %s (sm_%d), %d^3, cuBLAS %s\n", d.name.c_str(), d.cc(), side, ch09::Cublas::math_mode());
+  ch09::Cublas cublas;
+  for (int run = 0; run < 5; ++run)
+    for (const auto& v : ch09::variants()) {
+      if (d.cc() < v.min_cc) continue;
+      const Shape shape = v.is_gram() ? ch09::gram_shape(side, side) : ch09::gemm_shape(side, side, side);
+      const ch09::Problem p(shape);
+      const auto st = cml::test::time_together({[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); },
+                                                [&](cudaStream_t s) { ch09::run(v, p, s); }});
+      std::printf("run %d  %-28s %8.1f GFLOP/s  of cuBLAS %.3f\n", run, v.label().c_str(),
+                  ch09::gflops(shape, st[1].median_ms), st[0].median_ms / st[1].median_ms);
+    }
+  std::fflush(stdout);
+  SUCCEED();
+}
