@@ -11,6 +11,7 @@
 #include "sgemm.cuh"
 
 #include "cml/errors.hpp"
+#include "cml/scrub.hpp"
 
 #include <cublas_v2.h>
 
@@ -272,13 +273,6 @@ __global__ void __launch_bounds__(kFmaThreads) fma_peak_kernel(float* __restrict
   out[t] = sum;  // written: the chains are not dead code
 }
 
-// Every thread writes NaN over its share of the block's dynamic shared memory, through a
-// volatile pointer (stores nobody reads would otherwise be dropped).
-__global__ void scrub_shared_kernel(int words) {
-  extern __shared__ unsigned junk[];
-  volatile unsigned* const v = junk;
-  for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x)) v[i] = kInputPoison;
-}
 
 }  // namespace
 
@@ -296,22 +290,7 @@ void device_copy(const float* in, float* out, std::size_t count, cudaStream_t st
   CUDA_CHECK(cudaMemcpyAsync(out, in, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
-// Blocks as large as a block may be (the opt-in maximum), two per SM's worth. The scheduler
-// promises no placement, so this does not guarantee that every SM gets one; in practice
-// blocks of this size spread one or two per SM, and each covers all of its SM's shared
-// memory but the 1 KiB reserved per block.
-void scrub_shared_memory(cudaStream_t stream) {
-  static const auto shape = [] {
-    int device = 0, sms = 0, bytes = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    CUDA_CHECK(cudaFuncSetAttribute(scrub_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    return std::pair<int, int>(2 * sms, bytes);
-  }();
-  scrub_shared_kernel<<<shape.first, 1024, static_cast<std::size_t>(shape.second), stream>>>(
-      shape.second / static_cast<int>(sizeof(unsigned)));
-  CUDA_CHECK_LAUNCH();
-}
+// NaN over every SM's shared memory (cml/scrub.hpp): a tile read before it was filled adds NaN.
+void scrub_shared_memory(cudaStream_t stream) { cml::scrub_shared_memory(stream, kInputPoison); }
 
 }  // namespace ch09
