@@ -54,17 +54,26 @@ void check_equal(const char* function, const std::string& what, int x, int y, co
                                 " != " + std::to_string(y) + "): " + views);
 }
 
-}  // namespace
-
-void check_gemm_shapes(const char* function, ConstView a, ConstView b, View c) {
+// C = A B, or with `b_transposed` C = A Bᵀ (B given n x k): the views, then the shapes.
+void check_product_shapes(const char* function, ConstView a, ConstView b, View c, bool b_transposed) {
   check_view(function, "A", a.data, a.rows, a.cols, a.ld);
   check_view(function, "B", b.data, b.rows, b.cols, b.ld);
   check_view(function, "C", c.data, c.rows, c.cols, c.ld);
   const std::string views =
       dims("A", a.rows, a.cols, a.ld) + ", " + dims("B", b.rows, b.cols, b.ld) + ", " + dims("C", c.rows, c.cols, c.ld);
-  check_equal(function, "A's columns must equal B's rows (k)", a.cols, b.rows, views);
+  const int b_k = b_transposed ? b.cols : b.rows, b_n = b_transposed ? b.rows : b.cols;
+  check_equal(function, b_transposed ? "A's columns must equal B's columns (k; B is given n x k)"
+                                     : "A's columns must equal B's rows (k)",
+              a.cols, b_k, views);
   check_equal(function, "C's rows must equal A's rows (m)", c.rows, a.rows, views);
-  check_equal(function, "C's columns must equal B's columns (n)", c.cols, b.cols, views);
+  check_equal(function, b_transposed ? "C's columns must equal B's rows (n)" : "C's columns must equal B's columns (n)",
+              c.cols, b_n, views);
+}
+
+}  // namespace
+
+void check_gemm_shapes(const char* function, ConstView a, ConstView b, View c) {
+  check_product_shapes(function, a, b, c, false);
 }
 
 void check_gram_shapes(const char* function, ConstView a, View c) {
@@ -208,19 +217,7 @@ const char* Cublas::math_mode() { return "FP32, pedantic: no TF32"; }
 
 void Cublas::sgemm(ConstView a, ConstView b, View c, cudaStream_t stream, bool b_transposed) {
   const char* function = b_transposed ? "Cublas::sgemm (b_transposed)" : "Cublas::sgemm";
-  if (b_transposed) {
-    // B is n x k: C = A Bᵀ.
-    check_view(function, "A", a.data, a.rows, a.cols, a.ld);
-    check_view(function, "B", b.data, b.rows, b.cols, b.ld);
-    check_view(function, "C", c.data, c.rows, c.cols, c.ld);
-    const std::string views =
-        dims("A", a.rows, a.cols, a.ld) + ", " + dims("B", b.rows, b.cols, b.ld) + ", " + dims("C", c.rows, c.cols, c.ld);
-    check_equal(function, "A's columns must equal B's columns (k; B is given n x k)", a.cols, b.cols, views);
-    check_equal(function, "C's rows must equal A's rows (m)", c.rows, a.rows, views);
-    check_equal(function, "C's columns must equal B's rows (n)", c.cols, b.rows, views);
-  } else {
-    check_gemm_shapes(function, a, b, c);
-  }
+  check_product_shapes(function, a, b, c, b_transposed);
   const int m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0) return;
   if (k == 0) {
