@@ -332,7 +332,7 @@ TEST_CASE("step 2: send_batched puts every piece at its device offset", "[ch01][
   }
 }
 
-TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinned staging, on the caller's stream", "[ch01][step2][mechanism]") {
+TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinned staging, then unpacks them on the GPU", "[ch01][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t count = 1000, piece = 4093, total = count * piece;
@@ -363,20 +363,40 @@ TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinn
          "pinned (step 2)");
     CHECK(c.src == MemoryKind::Pinned);
   }
-  const std::uint32_t id = cml::trace::stream_id_of(stream);
   const auto unpacks = t.kernels_named("unpack_kernel");
-  {
-    INFO("the trace shows " << unpacks.size() << " unpack kernel(s): the pieces reach their offsets on the GPU, "
-         "through launch_unpack (step 2)");
-    REQUIRE(!unpacks.empty());
+  INFO("the trace shows " << unpacks.size() << " unpack kernel(s): the pieces reach their offsets on the GPU, "
+       "through launch_unpack (step 2)");
+  CHECK(!unpacks.empty());
+}
+
+// Both of the solution's paths: one thread packs a small batch, the pool's threads pack and
+// send a large one, each copy from its own thread: every copy must still go on `stream`.
+TEST_CASE("step 2: send_batched runs its copies, kernels and memsets on the stream it is given, and nothing elsewhere", "[ch01][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  struct Shape { std::size_t count, piece; };
+  for (const Shape shape : {Shape{1000, 4093}, Shape{7, 1001}}) {
+    CAPTURE(shape.count, shape.piece);
+    ch01::PieceSet set(shape.count, shape.piece, 9);
+    cml::Stream stream;
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cml::trace::Recorder recorder;
+    ch01::send_batched(set.batch, set.staging, stream);
+    const auto t = recorder.stop();
+    CML_REQUIRE_TRACE_OK(t);
+    {
+      INFO("the trace shows " << t.kernels_named("unpack_kernel").size() << " unpack kernel(s) and "
+           << t.copies_of(CopyKind::HtoD).size() << " host-to-device copies: the pieces go to the GPU by copies, and "
+           "to their offsets through launch_unpack (step 2)");
+      REQUIRE(!t.kernels_named("unpack_kernel").empty());
+      REQUIRE(!t.copies_of(CopyKind::HtoD).empty());
+    }
+    const std::string elsewhere = cml::test::work_elsewhere(t, stream);
+    INFO("send_batched: " << elsewhere << ". Enqueue everything on `stream` (every cudaMemcpyAsync, memset and "
+         "launch gets it as its stream argument, from whichever thread issues it), so the caller's synchronisation "
+         "covers it and stream order puts the unpack after the copies (step 2; ./lab hint 01)");
+    CHECK(elsewhere.empty());
   }
-  bool on_stream = true;
-  for (const auto& c : t.copies) on_stream = on_stream && c.stream_id == id;
-  for (const auto& k : t.kernels) on_stream = on_stream && k.stream_id == id;
-  INFO("some of send_batched's copies or kernels ran on another stream than the one it was given: enqueue "
-       "everything on `stream`, so the caller's synchronisation covers it and stream order puts the unpack "
-       "after the copy (step 2)");
-  CHECK(on_stream);
 }
 
 TEST_CASE("step 2: send_batched only enqueues: it returns while a gate kernel holds its stream shut, and makes no blocking call", "[ch01][step2][mechanism]") {
@@ -428,7 +448,7 @@ TEST_CASE("step 3: a kernel reading the zero-copy buffer sees what the host wrot
   }
 }
 
-TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues", "[ch01][step3][mechanism]") {
+TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues, on its stream alone", "[ch01][step3][mechanism]") {
   cml::test::device();
   if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   CML_REQUIRE_TRACING();
@@ -443,6 +463,7 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
   cml::DeviceBuffer<unsigned long long> sum(1);
   cml::Stream stream;
   CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(unsigned long long), stream));
+  stream.synchronize();  // done before the recording starts: any memset in it is prepare_for_device's
   // prepare_for_device and the kernel it prepares for, while a gate holds the stream shut:
   // launch_sum waits for nothing, so a wait or a blocking call is prepare_for_device's.
   const cml::test::Enqueued e = cml::test::watch_enqueue({stream.get()}, [&] {
@@ -461,6 +482,16 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
          "the kernel reads the host's bytes itself, so there is nothing to copy (step 3)");
     CHECK(t.copies.empty());
   }
+  {
+    const std::string elsewhere = cml::test::work_elsewhere(t, stream);
+    INFO("prepare_for_device: " << elsewhere << ". Whatever it enqueues goes on the stream it is given, where the "
+         "kernel that follows is ordered after it; with zero-copy that is nothing (step 3)");
+    CHECK(elsewhere.empty());
+  }
+  INFO("prepare_for_device enqueued " << t.memsets.size() << " memset(s) and " << t.kernels.size() - 1
+       << " kernel(s) of its own: with zero-copy there is nothing to prepare (step 3)");
+  CHECK(t.memsets.empty());
+  CHECK(t.kernels.size() == 1);
 }
 
 TEST_CASE("step 3: free_zero_copy releases the mapped buffer with cudaFreeHost, and nothing was allocated on the device", "[ch01][step3][mechanism]") {

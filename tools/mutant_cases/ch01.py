@@ -56,6 +56,17 @@ MUTANTS = [
     Mutant("packed copy on the legacy stream",
            [(PACKED_COPY, "    (void)stream;\n" + PACKED_COPY.replace("cudaMemcpyHostToDevice, stream)", "cudaMemcpyHostToDevice, nullptr)"))],
            "[step2][mechanism]", "another stream than the one it was given"),
+    Mutant("unpack on the legacy stream",
+           [(UNPACK, "  launch_unpack(staging.device, batch, cudaStreamLegacy);\n}")],
+           "[step2][mechanism]", "on the legacy default stream"),
+    Mutant("packed copies on each packing thread's per-thread default stream",
+           [(PACKED_COPY, "    (void)stream;\n" + PACKED_COPY.replace("cudaMemcpyHostToDevice, stream)",
+                                                                   "cudaMemcpyHostToDevice, cudaStreamPerThread)"))],
+           "[step2][mechanism]", "ran on another stream than the one it was given"),
+    Mutant("staging cleared first by a memset on the legacy stream",
+           [("  if (total == 0) return;\n",
+             "  if (total == 0) return;\n  CUDA_CHECK(cudaMemsetAsync(staging.device, 0, total));  // a clean slate\n")],
+           "[step2][mechanism]", "1 memset(s) ran on another stream"),
     Mutant("synchronises before returning",
            [(UNPACK, "  launch_unpack(staging.device, batch, stream);\n  CUDA_CHECK(cudaStreamSynchronize(stream));\n}")],
            "[step2][mechanism]", "calls that wait for the GPU: cudaStreamSynchronize"),
@@ -80,6 +91,13 @@ MUTANTS = [
        "  static void* scratch = nullptr;\n  if (!scratch) CUDA_CHECK(cudaMalloc(&scratch, buffer.bytes));\n"
        "  CUDA_CHECK(cudaMemcpyAsync(scratch, buffer.host, buffer.bytes, cudaMemcpyHostToDevice, stream));\n}")],
      "[step3][mechanism]", "nothing to copy"),
+    Mutant("prepare_for_device warms the mapping with a kernel on the legacy stream",
+           [(PREPARE, "__global__ void touch_kernel(const unsigned char* p) {\n"
+                      "  if (threadIdx.x == 0) {\n    volatile unsigned char c = p[0];\n    (void)c;\n  }\n}\n\n"
+                      "void prepare_for_device(const ZeroCopy& buffer, [[maybe_unused]] cudaStream_t stream) {\n"
+                      "  touch_kernel<<<1, 1>>>(static_cast<const unsigned char*>(buffer.device));\n"
+                      "  CUDA_CHECK_LAUNCH();\n}")],
+           "[step3][mechanism]", "on the legacy default stream"),
     Mutant("prepare_for_device waits",
            [(PREPARE, "void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer, cudaStream_t stream) {\n"
                       "  CUDA_CHECK(cudaStreamSynchronize(stream));\n}")],
