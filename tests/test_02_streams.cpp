@@ -25,6 +25,7 @@
 #include "cml/trace.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -34,6 +35,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -330,6 +332,63 @@ TEST_CASE("step 1: the staged pipeline overlaps copies with kernels on your stre
     INFO("copies in and out were in flight together for " << 100 * o.in_out << "% of the run; this GPU has "
          << cml::test::device().async_engine_count << " copy engines, so they can overlap: want at least 20%");
     CHECK(o.in_out >= 0.2);
+  }
+}
+
+// The k-th copy in, kernel and copy out the host issued (CUPTI's correlation ids number the
+// calls in order) belong to chunk k: on a problem where no chunk is empty, each kind has one
+// per chunk (the overlap test above and the order test of step 2 ask the same).
+TEST_CASE("step 1: run_staged puts chunk c's copy in, kernel and copy out on streams[c % streams.size()], and nothing elsewhere", "[ch02][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  const std::size_t chunks = 7;  // not a multiple of the streams: chunks 3 and 6 wrap around
+  Setup s(70001, 5);
+  Streams streams(3);
+  const auto name_of = [&](std::uint32_t id) {
+    for (std::size_t i = 0; i < streams.s.size(); ++i)
+      if (cml::trace::stream_id_of(streams.s[i]) == id) return "streams[" + std::to_string(i) + "]";
+    return std::string("a stream not among them");
+  };
+  for (const auto order : {ch02::IssueOrder::Depth, ch02::IssueOrder::Breadth}) {
+    CAPTURE(order_name(order));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cml::trace::Recorder recorder;
+    ch02::run_staged(s.problem, streams.s, chunks, order);
+    const auto t = recorder.stop();
+    CML_REQUIRE_TRACE_OK(t);
+    {
+      const std::string elsewhere = cml::test::work_elsewhere(t, streams.s);
+      INFO("run_staged: " << elsewhere << ". Every copy, kernel and memset goes on a stream of `streams`: work "
+           "elsewhere is not ordered with the chunk it belongs to, and the caller's synchronisation of the streams "
+           "does not cover it (step 1; ./lab hint 02)");
+      REQUIRE(elsewhere.empty());
+    }
+    struct Op {
+      std::uint32_t correlation, stream;
+    };
+    std::vector<std::pair<const char*, std::vector<Op>>> kinds = {{"copy in", {}}, {"kernel", {}}, {"copy out", {}}};
+    for (const auto& c : t.copies_of(CopyKind::HtoD)) kinds[0].second.push_back({c.correlation_id, c.stream_id});
+    for (const auto& k : t.kernels_named("AddKernel")) kinds[1].second.push_back({k.correlation_id, k.stream_id});
+    for (const auto& c : t.copies_of(CopyKind::DtoH)) kinds[2].second.push_back({c.correlation_id, c.stream_id});
+    std::string wrong;
+    for (auto& [what, ops] : kinds) {
+      {
+        INFO("run_staged issued " << ops.size() << " " << what << "(s) for " << chunks << " chunks of "
+             << s.problem.n << " ints: give every chunk its own copy in, kernel and copy out (step 1)");
+        REQUIRE(ops.size() == chunks);
+      }
+      std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.correlation < b.correlation; });
+      for (std::size_t c = 0; c < chunks && wrong.empty(); ++c) {
+        const std::size_t want = c % streams.s.size();
+        if (ops[c].stream != cml::trace::stream_id_of(streams.s[want]))
+          wrong = "chunk " + std::to_string(c) + "'s " + what + " ran on " + name_of(ops[c].stream) + "; chunk " +
+                  std::to_string(c) + "'s stream is streams[c % streams.size()] = streams[" + std::to_string(want) +
+                  "]";
+      }
+    }
+    INFO(wrong << ": a chunk's copy in, kernel and copy out go on its one stream, in that order, so stream order "
+         "alone runs them one after the other, and chunk c goes to streams[c % streams.size()] (step 1)");
+    CHECK(wrong.empty());
   }
 }
 

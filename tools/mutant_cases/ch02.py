@@ -17,6 +17,20 @@ MUTANTS = [
      [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
        "const auto stream_of = [&](std::size_t) { return streams.front(); };")],
      "[step1][mechanism]", "kernels per stream"),
+    # Issue 26: work on another stream than the chunk's, which the kernel-count test above
+    # does not see (the same number of kernels per stream, or a memset).
+    Mutant("chunk c's copy out on the next chunk's stream",
+     [(DEPTH_LOOP, "      copy_out(p, k, stream_of(c + 1));\n      done(c);\n")],
+     "[step1][mechanism]", "copy out ran on"),
+    Mutant("chunks dealt to the streams in runs (c / S), not round robin (c % S)",
+     [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
+       "const auto stream_of = [&](std::size_t c) { return streams[(c / streams.size()) % streams.size()]; };")],
+     "[step1][mechanism]", "stream is streams[c % streams.size()]"),
+    Mutant("the output cleared first by a memset on the legacy stream",
+     [("  chunks = std::max<std::size_t>(1, chunks);\n",
+       "  chunks = std::max<std::size_t>(1, chunks);\n"
+       "  CUDA_CHECK(cudaMemsetAsync(p.device_out, 0, p.n * sizeof(int)));  // a clean slate\n")],
+     "[step1][mechanism]", "1 memset(s) ran on another stream"),
     Mutant("blocking streams",
      [("CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));", "CUDA_CHECK(cudaStreamCreate(&s));")],
      "[step1][mechanism]", "create_streams made blocking streams"),
