@@ -267,6 +267,50 @@ TEST_CASE("step 2: each buffer is attached to its own stream alone, before its f
   CHECK(before_kernel);
 }
 
+// The activity trace says where the GPU work ran; the callback trace, which stream each
+// enqueueing call that takes one was given (the prefetches and host functions leave no
+// activity record with a stream).
+TEST_CASE("step 2: run_lane enqueues its kernels, copies, memsets, prefetches and host functions on lane.stream, and nothing elsewhere",
+          "[ch03][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  require_managed();
+  Fixture f(jitter(65536 + 5), 1009, 9);
+  const int rounds = 3;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  cml::api::Recorder api;
+  cml::trace::Recorder recorder;
+  ch03::run_lane(f.lane, rounds, f.signal);
+  const auto t = recorder.stop();
+  const auto calls = api.stop();
+  CML_REQUIRE_TRACE_OK(t);
+  CML_REQUIRE_API_OK(calls);
+  {
+    INFO("the trace shows " << t.kernels_named("gpu_step").size() << " GPU step(s) for " << rounds << " rounds: "
+         "each round is launch_gpu_step(lane, r) then host_step(lane, r) (step 1; ./lab hint 03)");
+    REQUIRE(t.kernels_named("gpu_step").size() == static_cast<std::size_t>(rounds));
+  }
+  {
+    const std::string elsewhere = cml::test::work_elsewhere(t, f.lane.stream);
+    INFO("run_lane: " << elsewhere << ", not lane.stream: lane.data is the business of lane.stream alone, and "
+         "work elsewhere is not ordered with the lane's kernels, moves and host function, which tell the thread "
+         "when it may touch the data (step 2; ./lab hint 03)");
+    CHECK(elsewhere.empty());
+  }
+  std::string wrong;
+  for (const auto& c : calls.calls) {
+    const std::string name = cml::test::base_name(c.name);
+    if ((name == "cudaStreamAttachMemAsync" || name == "cudaMemPrefetchAsync" || name == "cudaLaunchHostFunc") &&
+        c.stream != f.lane.stream && wrong.empty()) {
+      std::ostringstream o;
+      o << name << " on stream " << c.stream << (c.stream == nullptr ? " (the legacy default stream)" : "");
+      wrong = o.str();
+    }
+  }
+  INFO("run_lane called " << wrong << ", not on lane.stream (" << f.lane.stream << "): what it enqueues for the "
+       "lane goes on the lane's stream, in the lane's order (step 2)");
+  CHECK(wrong.empty());
+}
+
 // ---- Step 3 ------------------------------------------------------------------------------
 
 TEST_CASE("step 3: a host function on the lane's stream signals each round, in order, and nothing blocks",

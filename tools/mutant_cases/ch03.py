@@ -61,6 +61,21 @@ MUTANTS = [
            [(ATTACH, ""), ("    launch_gpu_step(lane, r);\n", ATTACH.replace("  CUDA", "    CUDA") +
                            "    launch_gpu_step(lane, r);\n")],
            "[step2][mechanism]", "attached lane.data"),
+    # Issue 26: the GPU step on another stream than lane.stream (a copy of the lane with a
+    # stream of its own): the attach, the moves and the host function stay on lane.stream, so
+    # only where the kernel ran shows it.
+    Mutant("the GPU step on the per-thread default stream",
+           [("    launch_gpu_step(lane, r);\n",
+             "    Lane mine = lane;\n    mine.stream = cudaStreamPerThread;  // \"each thread its own stream\"\n"
+             "    launch_gpu_step(mine, r);\n")],
+           "[step2][mechanism]", "ran on another stream than the one it was given"),
+    Mutant("the GPU step on the legacy stream",
+           [("    launch_gpu_step(lane, r);\n",
+             "    Lane mine = lane;\n    mine.stream = nullptr;\n    launch_gpu_step(mine, r);\n")],
+           "[step2][mechanism]", "on the legacy default stream"),
+    Mutant("the host function on the per-thread default stream",
+           [("cudaLaunchHostFunc(lane.stream,", "cudaLaunchHostFunc(cudaStreamPerThread,")],
+           "[step2][mechanism]", "run_lane called cudaLaunchHostFunc on stream"),
     # Step 3: the host function and nothing that blocks.
     Mutant("a blocking wait left in",
            [("    signal.wait_for(r);\n", "    CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n    signal.wait_for(r);\n")],
