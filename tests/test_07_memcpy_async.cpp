@@ -216,6 +216,12 @@ TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1
   cml::test::check_sum_enqueues_only(ch07::sum_cg, "sum_cg", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
+TEST_CASE("step 1: sum_cg launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_cg, "sum_cg", "sum_cg_kernel", 1, ch07::make_job, "memcpy_async.cuh");
+}
+
 TEST_CASE("step 1: sum_cg_kernel copies the tile asynchronously, not through registers (SASS)", "[ch07][step1][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_cg_kernel");
@@ -239,6 +245,12 @@ TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not 
 TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][step2][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 2: sum_barrier launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_barrier, "sum_barrier", "sum_barrier_kernel", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 2: sum_barrier_kernel's copies complete on a barrier in shared memory (SASS)", "[ch07][step2][mechanism]") {
@@ -269,6 +281,12 @@ TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count,
 TEST_CASE("step 3: sum_pipeline only enqueues one kernel on its stream", "[ch07][step3][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3, ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 3: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not through registers (SASS)", "[ch07][step3][mechanism]") {
@@ -343,6 +361,12 @@ TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n n
 TEST_CASE("step 4: sum_fast only enqueues one kernel on its stream", "[ch07][step4][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_fast, "sum_fast", 3, ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 4: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step4][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_fast, "sum_fast", "sum_fast_kernel", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS)", "[ch07][step4][mechanism]") {

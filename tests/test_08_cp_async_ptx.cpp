@@ -652,6 +652,12 @@ TEST_CASE("step 2: sum_pipeline only enqueues one kernel on its stream", "[ch08]
   cml::test::check_sum_enqueues_only(ch08::sum_pipeline, "sum_pipeline", 3, plain_job, "cp_async_ptx.cuh");
 }
 
+TEST_CASE("step 2: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch08::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, plain_job, "cp_async_ptx.cuh");
+}
+
 TEST_CASE("step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and waits with cp.async.wait_group S - 1 (SASS)",
           "[ch08][step2][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
@@ -688,6 +694,12 @@ TEST_CASE("step 3: sum_fast computes every block's sum at every stage count, n n
 TEST_CASE("step 3: sum_fast only enqueues one kernel on its stream", "[ch08][step3][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch08::sum_fast, "sum_fast", 3, plain_job, "cp_async_ptx.cuh");
+}
+
+TEST_CASE("step 3: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch08::sum_fast, "sum_fast", "sum_fast_kernel", 3, plain_job, "cp_async_ptx.cuh");
 }
 
 TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only, the tail zero-filled (SASS)",
@@ -752,6 +764,12 @@ TEST_CASE("step 4: sum_bulk only enqueues one kernel on its stream", "[ch08][ste
   cml::test::check_sum_enqueues_only(ch08::sum_bulk, "sum_bulk", 3, plain_job, "cp_async_ptx.cuh");
 }
 
+TEST_CASE("step 4: sum_bulk launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step4][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_HOPPER_COPIES();
+  cml::test::check_sum_grid(ch08::sum_bulk, "sum_bulk", "sum_bulk_kernel", 3, plain_job, "cp_async_ptx.cuh");
+}
+
 TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing on an mbarrier (SASS)",
           "[ch08][step4][mechanism]") {
   CML_REQUIRE_HOPPER_COPIES();
@@ -814,6 +832,33 @@ TEST_CASE("step 5: sum_tma only enqueues one kernel on its stream", "[ch08][step
     (void)ch08::tensor_map_for(dm.view, ch08::tma_plan().box_rows);
     CML_CHECK_ENQUEUE_ONLY(std::string("sum_tma on ") + mc.what, [&](cudaStream_t s) { ch08::sum_tma(job, s); }, 1,
                            "cp_async_ptx.cuh: it only enqueues its kernel on `stream`");
+  }
+}
+
+// Fewer blocks than boxes, and more (128 x 1024 is 4 box columns by 128 / box_rows bands).
+TEST_CASE("step 5: sum_tma launches job.blocks blocks of kThreads threads, whatever the box count", "[ch08][step5][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_HOPPER_COPIES();
+  const auto& mc = ch08::matrix_cases()[1];  // 128 x 1024
+  const ch08::HostMatrix hm = ch08::make_matrix(mc.rows, mc.cols, mc.pitch);
+  const ch08::DeviceMatrix dm(hm);
+  const int box_rows = ch08::tma_plan().box_rows;
+  const std::size_t boxes = ch08::box_count(dm.view, box_rows);
+  (void)ch08::tensor_map_for(dm.view, box_rows);  // the driver's entry point looked up before the recording
+  for (const int blocks : {3, 20}) {
+    CAPTURE(blocks);
+    cml::DeviceBuffer<Word> partial(std::max<std::size_t>(64, boxes));  // room for a wrong grid's partials too
+    const auto job = ch08::make_matrix_job(dm.view, partial.data(), blocks, 0, 3);
+    const cml::test::Launched l =
+        cml::test::launched_kernel("sum_tma_kernel", [&](cudaStream_t s) { ch08::sum_tma(job, s); });
+    {
+      INFO("sum_tma with job.blocks = " << blocks << ": " << l.error << " (step 5)");
+      REQUIRE(l.error.empty());
+    }
+    const std::string err = cml::test::sum_grid_error(l.kernel, blocks, boxes, "box");
+    INFO("sum_tma on " << mc.what << ": " << err << " (cp_async_ptx.cuh: every function launches job.blocks blocks "
+         "of kThreads threads; step 5)");
+    CHECK(err.empty());
   }
 }
 

@@ -1,12 +1,14 @@
 // What the tests of chapters 07 and 08 both check of a launcher of the tiled sum
 // (cml/tile_sum.cuh), whatever the chapter's job type: it only enqueues its one kernel on
-// the stream it is given, also for an empty array, and it refuses stage counts outside
+// the stream it is given, also for an empty array, launched as job.blocks blocks of
+// kThreads threads whatever the tile count, and it refuses stage counts outside
 // 1..kMaxStages. `make_job(in, n, partial, blocks, compute, stages)` is the chapter's.
 // And what both check of a pipelined kernel's SASS: the tile loop's two block barriers.
 #pragma once
 
 #include "catch.hpp"
 #include "enqueue_only.hpp"
+#include "launch_geometry.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -15,7 +17,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -30,6 +34,55 @@ void check_sum_enqueues_only(void (*fn)(const JobT&, cudaStream_t), const std::s
     const JobT job = make_job(in.data(), n, partial.data(), 4, 0, stages);
     CML_CHECK_ENQUEUE_ONLY(name + " on n = " + std::to_string(n), [&](cudaStream_t s) { fn(job, s); }, 1,
                            contract + ": each function only enqueues its kernel on `stream`, also for n == 0");
+  }
+}
+
+// "" when `k`, the launch of a job of `blocks` blocks over `pieces` tiles (or boxes: `what`),
+// has the grid every tiled sum launches: job.blocks blocks of kThreads threads, 1-D; else
+// the mistake, in numbers. The grid is the job's, not the work's: tile t belongs to block
+// t % job.blocks, so a block may own many tiles, or none (and writes 0).
+inline std::string sum_grid_error(const cml::trace::KernelRecord& k, int blocks, std::size_t pieces,
+                                  const std::string& what) {
+  using cml::tile_sum::kThreads;
+  if (k.grid == std::array<std::int32_t, 3>{blocks, 1, 1} && k.block == std::array<std::int32_t, 3>{kThreads, 1, 1})
+    return "";
+  std::string why;
+  if (k.block != std::array<std::int32_t, 3>{kThreads, 1, 1})
+    why = "kThreads threads a block, 1-D: compute_tile and finish_block share a tile's words among exactly 256 threads";
+  else if (cml::test::volume(k.grid) < static_cast<std::uint64_t>(blocks))
+    why = "too few blocks: partial[b] of a block that is not launched is never written (a block with no " + what +
+          " writes 0)";
+  else if (cml::test::volume(k.grid) == pieces)
+    why = "a block per " + what + " is not the job's grid: " + what + " t belongs to block t % job.blocks, and each "
+          "block loops over its " + what + "s (partial[b] is block b's sum)";
+  else
+    why = "launch job.blocks blocks, 1-D";
+  return "your grid has " + cml::test::geometry_text(k) + " for job.blocks = " + std::to_string(blocks) + " over " +
+         std::to_string(pieces) + " " + what + "s; the contract wants job.blocks = " + std::to_string(blocks) +
+         " blocks of kThreads = " + std::to_string(kThreads) + " threads: " + why;
+}
+
+// The launch of fn on jobs of 3 and of 20 blocks over 8 tiles (fewer blocks than tiles, and
+// more): job.blocks blocks of kThreads threads each time. Needs the trace.
+template <class JobT, class MakeJob>
+void check_sum_grid(void (*fn)(const JobT&, cudaStream_t), const std::string& name, const std::string& kernel,
+                    int stages, MakeJob&& make_job, const std::string& contract) {
+  using cml::tile_sum::Word;
+  const std::size_t n = 7 * cml::tile_sum::kTileWords + 5, tiles = cml::tile_sum::tile_count(n);
+  cml::DeviceBuffer<Word> in(n);
+  for (const int blocks : {3, 20}) {
+    CAPTURE(blocks);
+    cml::DeviceBuffer<Word> partial(64);  // room for a wrong grid's partials too
+    const JobT job = make_job(in.data(), n, partial.data(), blocks, 0, stages);
+    const Launched l = launched_kernel(kernel, [&](cudaStream_t s) { fn(job, s); });
+    {
+      INFO(name << " with job.blocks = " << blocks << ": " << l.error << " (" << contract << ")");
+      REQUIRE(l.error.empty());
+    }
+    const std::string err = sum_grid_error(l.kernel, blocks, tiles, "tile");
+    INFO(name << ": " << err << " (" << contract << ": every function launches job.blocks blocks of kThreads "
+         "threads)");
+    CHECK(err.empty());
   }
 }
 

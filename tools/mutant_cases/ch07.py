@@ -81,4 +81,17 @@ MUTANTS = [
            [("      for (int i = first; i < count; ++i) cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n",
              "")],
            "[step4][correctness]", "the short last tile"),
+    # Issue 26: the grid is the job's (job.blocks blocks of kThreads), not the work's.
+    Mutant("sum_cg launches a block per tile",
+           [("  sum_cg_kernel<<<job.blocks, kThreads, 0, stream>>>(job);",
+             "  const std::size_t tiles = tile_count(job.n);\n"
+             "  sum_cg_kernel<<<static_cast<unsigned>(tiles > 0 ? tiles : 1), kThreads, 0, stream>>>(job);")],
+           "[step1][mechanism]", "a block per tile is not the job's grid"),
+    Mutant("sum_pipeline launches no block beyond the tile count (no idle block)",
+           [("  sum_pipeline_kernel<<<job.blocks, kThreads, shared, stream>>>(job);",
+             "  const std::size_t tiles = tile_count(job.n) > 0 ? tile_count(job.n) : 1;\n"
+             "  const unsigned blocks = static_cast<unsigned>(tiles < static_cast<std::size_t>(job.blocks) ? tiles : "
+             "job.blocks);\n"
+             "  sum_pipeline_kernel<<<blocks, kThreads, shared, stream>>>(job);")],
+           "[step3][mechanism]", "too few blocks"),
 ]

@@ -179,4 +179,23 @@ MUTANTS = [
     Mutant("the row-stride rule left to the driver",
            [("  if (stride % 16 != 0)\n", "  if (false)\n")],
            "[step5][correctness]", "multiple of 16 bytes"),
+    # Issue 26: the grid is the job's (job.blocks blocks of kThreads), not the work's.
+    Mutant("sum_pipeline launches a block per tile",
+           [("    sum_pipeline_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(job);",
+             "    const std::size_t tiles = tile_count(job.n) > 0 ? tile_count(job.n) : 1;\n"
+             "    sum_pipeline_kernel<decltype(s)::value><<<static_cast<unsigned>(tiles), kThreads, "
+             "stage_bytes(job.stages), stream>>>(job);")],
+           "[step2][mechanism]", "a block per tile is not the job's grid"),
+    Mutant("sum_fast launches no block beyond the tile count (no idle block)",
+           [("    sum_fast_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(job);",
+             "    const std::size_t tiles = tile_count(job.n) > 0 ? tile_count(job.n) : 1;\n"
+             "    const unsigned blocks = static_cast<unsigned>(tiles < static_cast<std::size_t>(job.blocks) ? tiles : "
+             "job.blocks);\n"
+             "    sum_fast_kernel<decltype(s)::value><<<blocks, kThreads, stage_bytes(job.stages), stream>>>(job);")],
+           "[step3][mechanism]", "too few blocks"),
+    Mutant("sum_tma launches a block per box",
+           [("    sum_tma_kernel<kStages><<<job.blocks, kThreads, kBytes, stream>>>(map, job);",
+             "    const std::size_t boxes = box_count(job.in, kPlan.box_rows) > 0 ? box_count(job.in, kPlan.box_rows) : 1;\n"
+             "    sum_tma_kernel<kStages><<<static_cast<unsigned>(boxes), kThreads, kBytes, stream>>>(map, job);")],
+           "[step5][mechanism]", "a block per box is not the job's grid"),
 ]
