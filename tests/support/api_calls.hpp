@@ -70,6 +70,17 @@ inline std::string blocking_calls(const cml::api::Calls& calls) {
   return out;
 }
 
+// The launches of the kernel whose (mangled) name contains `kernel`, in order: their stream
+// and, where the recorder was asked for them (cml::api::KernelPointers), their first pointer
+// parameters.
+inline std::vector<cml::api::Call> kernel_launches(const cml::api::Calls& calls, const std::string& kernel) {
+  std::vector<cml::api::Call> out;
+  for (const auto& c : calls.calls)
+    if (base_name(c.name).rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find(kernel) != std::string::npos)
+      out.push_back(c);
+  return out;
+}
+
 // What `call` did, as the callback recorder saw it, and what it threw ("" when nothing): a
 // call that fails is still a call whose calls a test can name.
 struct Recorded {
