@@ -42,6 +42,7 @@ struct Call {
   int advice = 0;                 // cudaMemAdvise's advice (a cudaMemoryAdvise)
   cudaMemLocation location{};     // cudaMemPrefetchAsync's / cudaMemAdvise's location
   std::string symbol;             // a kernel launch: the kernel's (mangled) name; a mark: its text
+  const void* func = nullptr;     // a kernel launch: the kernel's host-side handle
   std::array<const void*, 4> pointers{};  // a kernel launch asked for in Recorder's `pointers`: its
                                           // first parameters' values, in order
 };
