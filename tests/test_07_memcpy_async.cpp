@@ -68,7 +68,15 @@ void check_sums_on_every_case(SumFn fn, bool staged, const char* step) {
         // The large cases run three times: a read before the copy landed may go unseen once.
         const int reps = k.n > (1u << 20) ? 3 : 1;
         std::string err;
-        for (int r = 0; r < reps && err.empty(); ++r) err = sums_error(fn, k.n, k.blocks, compute, stages);
+        try {
+          for (int r = 0; r < reps && err.empty(); ++r) err = sums_error(fn, k.n, k.blocks, compute, stages);
+        } catch (const cml::CudaError& e) {
+          // A fault ends the process's CUDA context: no later case could run.
+          FAIL("n = " << k.n << " (" << k.what << "), compute " << compute << ", stages " << stages << ": the kernel "
+               "faulted: " << e.what() << " — a copy read outside the array (past in[n - 1]: a whole tile copied "
+               "for the short last one, a slot past the block's last tile fetched) or wrote outside its shared "
+               "buffer (" << step << "; ./lab hint 07)");
+        }
         if (!err.empty()) stage_failed[static_cast<std::size_t>(stages)] = true;
         std::string advice;
         if (!err.empty() && staged && stages == 3 && !stage_failed[1] && !stage_failed[2])
@@ -211,6 +219,13 @@ TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multi
   check_sums_on_every_case(ch07::sum_cg, false, "step 1");
 }
 
+TEST_CASE("step 1: sum_cg reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step1][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_cg, "sum_cg", 1, ch07::make_job,
+                                     "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
+                                     "s.count bytes (tile_span), whatever compute_tile then reads (step 1; ./lab hint 07)");
+}
+
 TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_cg, "sum_cg", 1, ch07::make_job, "memcpy_async.cuh");
@@ -240,6 +255,13 @@ TEST_CASE("step 1: sum_cg_kernel reads no tile before its copy completed (racech
 TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not multiples of the tile", "[ch07][step2][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
   check_sums_on_every_case(ch07::sum_barrier, false, "step 2");
+}
+
+TEST_CASE("step 2: sum_barrier reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step2][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job,
+                                     "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
+                                     "s.count bytes (tile_span) (step 2; ./lab hint 07)");
 }
 
 TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][step2][mechanism]") {
@@ -276,6 +298,14 @@ TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count,
   CML_REQUIRE_ASYNC_COPIES();
   check_sums_on_every_case(ch07::sum_pipeline, true, "step 3");
   cml::test::check_stage_range(ch07::sum_pipeline, "sum_pipeline", ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 3: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step3][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_pipeline, "sum_pipeline", ch07::kMaxStages, ch07::make_job,
+                                     "a fetch of a slot past the block's last tile copies nothing (t < tiles), and "
+                                     "the short last tile copies its count words only — still committing, in every "
+                                     "thread (step 3; ./lab hint 07)");
 }
 
 TEST_CASE("step 3: sum_pipeline only enqueues one kernel on its stream", "[ch07][step3][mechanism]") {
@@ -356,6 +386,14 @@ TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n n
   CML_REQUIRE_ASYNC_COPIES();
   check_sums_on_every_case(ch07::sum_fast, true, "step 4");
   cml::test::check_stage_range(ch07::sum_fast, "sum_fast", ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 4: sum_fast reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step4][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_fast, "sum_fast", ch07::kMaxStages, ch07::make_job,
+                                     "a thread whose 16-byte piece lies wholly past the tile's count words copies "
+                                     "nothing, the piece where the array ends copies its 1-3 words one by one, and "
+                                     "a slot past the block's last tile copies nothing (step 4; ./lab hint 07)");
 }
 
 TEST_CASE("step 4: sum_fast only enqueues one kernel on its stream", "[ch07][step4][mechanism]") {

@@ -4,6 +4,8 @@
 // kThreads threads whatever the tile count, and it refuses stage counts outside
 // 1..kMaxStages. `make_job(in, n, partial, blocks, compute, stages)` is the chapter's.
 // And what both check of a pipelined kernel's SASS: the tile loop's two block barriers.
+// And that a launcher reads nothing past its array: the array ends at an unmapped range
+// (cml/end_guard.hpp), so a read past in[n - 1] faults in a plain run.
 #pragma once
 
 #include "catch.hpp"
@@ -11,8 +13,11 @@
 #include "launch_geometry.hpp"
 
 #include "cml/buffers.hpp"
+#include "cml/end_guard.hpp"
 #include "cml/errors.hpp"
+#include "cml/guarded.hpp"
 #include "cml/sass.hpp"
+#include "cml/stream.hpp"
 #include "cml/tile_sum.cuh"
 
 #include <cuda_runtime_api.h>
@@ -20,8 +25,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cml::test {
 
@@ -110,6 +117,89 @@ inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::st
        "more even with 16-byte copies of one's own piece: thread t computes on the piece thread t + 128 copied, so "
        "wait, barrier, compute, barrier (" << where << ")");
   CHECK(bars >= 4);
+}
+
+// ---- Reads past the end ------------------------------------------------------------------
+
+// n words of word_at(i) in device memory that ends where the mapped memory ends (at most
+// 12 bytes later: the array's start is 16-byte aligned, as the contract promises); those
+// bytes are 0xA5, not zeros, as chapter 08's inputs are padded. Throws cml::Skip where the
+// GPU cannot place an array so (cml/end_guard.hpp).
+struct EndGuardedInput {
+  explicit EndGuardedInput(std::size_t n) : words(n, 0xA5) {
+    const auto host = cml::tile_sum::make_input(n);
+    cml::upload(words.data(), host.data(), n);
+  }
+  cml::EndGuarded<cml::tile_sum::Word> words;
+};
+
+// The shapes the guard is tried on: arrays that end inside a tile (a short last tile, one
+// word, 3 words past a tile), on a tile with blocks that own none, and empty (then any read
+// faults); small enough for the sanitizer setups.
+inline const std::vector<cml::tile_sum::Case>& end_guard_cases() {
+  using cml::tile_sum::kTileWords;
+  static const std::vector<cml::tile_sum::Case> c = {
+      {0, 3, "empty"},
+      {1, 1, "one word"},
+      {1023, 2, "one short tile, n % 4 == 3"},
+      {1025, 1, "a tile and a word"},
+      {5 * kTileWords + 6, 2, "5 tiles + 6 words on 2 blocks"},
+      {7 * kTileWords + 3, 2, "7 tiles + 3 words on 2 blocks"},
+      {11 * kTileWords, 16, "11 tiles on 16 blocks (some with none)"},
+      {13 * kTileWords + 2, 3, "13 tiles + 2 words on 3 blocks"},
+      {(1u << 17) + 1, 37, "2^17 words + 1 on 37 blocks"},
+  };
+  return c;
+}
+
+// The CUDA error a launch met, or nothing: a kernel that read past the guard faults
+// (cudaErrorIllegalAddress), and every later call of the process fails too, so the caller
+// stops at the first one.
+template <class Run>
+std::optional<std::string> cuda_fault(Run&& run) {
+  try {
+    run();
+  } catch (const cml::CudaError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+// `fn` on every end_guard_cases() shape, at stages 1..max_stages, with no compute: it runs
+// without a fault and gives the CPU's sums. The first fault fails the case with `name`,
+// the shape, the CUDA error and `advice` (what reads past the end, and the step).
+template <class JobT, class MakeJob>
+void check_reads_stop_at_end(void (*fn)(const JobT&, cudaStream_t), const std::string& name, int max_stages,
+                             MakeJob&& make_job, const std::string& advice) {
+  using cml::tile_sum::Word;
+  for (const auto& k : end_guard_cases())
+    for (int stages = 1; stages <= max_stages; ++stages) {
+      std::optional<EndGuardedInput> in;
+      try {
+        in.emplace(k.n);
+      } catch (const cml::Skip& e) {
+        CML_SKIP(e.what());
+      }
+      const cml::GuardedBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
+      cml::Stream s;
+      std::vector<Word> got;
+      std::string wrong;
+      const auto fault = cuda_fault([&] {
+        fn(make_job(in->words.data(), k.n, partial.data(), k.blocks, 0, stages), s);
+        wrong = partial.read(got, "the grid's partials", s);
+      });
+      if (fault)
+        FAIL(name << " on " << k.what << ", stages " << stages << ", faulted: " << *fault
+                  << ". The array ends where the mapped memory ends, so the kernel read past in[n - 1]: " << advice);
+      if (wrong.empty()) {
+        const auto r = cml::tile_sum::check_partials(
+            got, cml::tile_sum::reference_partials(cml::tile_sum::make_input(k.n), k.blocks, 0), k.n);
+        if (!r.ok) wrong = r.describe();
+      }
+      INFO(name << " on " << k.what << " in an array that ends where the mapped memory ends, stages " << stages
+                << ": " << wrong);
+      REQUIRE(wrong.empty());
+    }
 }
 
 }  // namespace cml::test

@@ -117,4 +117,33 @@ MUTANTS = [
            [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
              "  buffer.device = nullptr;  // forgotten: cudaHostGetDevicePointer\n")],
            "[step3]", "step 3 hit a sticky CUDA error", whole=True),
+    # ---- issue 26: per call, not per process (several calls in one process) ---------------
+    Mutant("allocate_pinned hands out one buffer kept from the first call",
+           [(ALLOC, "  static void* kept = nullptr;\n  if (kept == nullptr) CUDA_CHECK(cudaMallocHost(&kept, bytes));\n"
+                    "  p = kept;\n  return p;")],
+           "[step1][mechanism]", "one buffer handed out twice"),
+    Mutant("pin_existing pins the first range only (std::call_once)",
+           [("#include <cstring>\n", "#include <cstring>\n#include <mutex>\n"),
+            (REGISTER, "  static std::once_flag once;\n"
+                       "  std::call_once(once, [&] { CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); });\n")],
+           "[step1][mechanism]", "pins the first range only"),
+    Mutant("unpin_existing unregisters the first range it was given, every time",
+           [(UNREGISTER, "void unpin_existing(void* p) {\n  static void* const first = p;\n"
+                         "  CUDA_CHECK(cudaHostUnregister(first));\n}")],
+           "[step1][mechanism]", "unpin_existing of range 2 made 0 cudaHostUnregister of it"),
+    Mutant("the zero-copy device view kept from the first buffer",
+           [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
+             "  static void* view = nullptr;\n"
+             "  if (view == nullptr) CUDA_CHECK(cudaHostGetDevicePointer(&view, buffer.host, 0));\n"
+             "  buffer.device = view;\n")],
+           "[step3][mechanism]", "not one kept from an earlier call (step 3"),
+    # ---- issue 26: what the kernel reads ------------------------------------------------
+    # The unpack kernel handed the pinned staging: the pieces land right, the copies still
+    # run (for nothing), and the batch still beats one copy per piece.
+    Mutant("the unpack kernel reads the pinned staging over the bus",
+           [(UNPACK, "  launch_unpack(staging.host, batch, stream);\n}")],
+           "[step2][mechanism]", "staging.host, pinned host memory, over the bus"),
+    Mutant("small batches unpacked from the pinned staging",
+           [(UNPACK, "  launch_unpack(total < (std::size_t{1} << 20) ? staging.host : staging.device, batch, stream);\n}")],
+           "[step2][mechanism]", "staging.host, pinned host memory, over the bus"),
 ]
