@@ -16,6 +16,7 @@
 #include "gpu.hpp"
 #include "harness.hpp"
 #include "integrity.hpp"
+#include "per_call.hpp"
 #include "pinned.hpp"
 #include "transfers.cuh"
 
@@ -25,6 +26,7 @@
 #include "cml/timing.hpp"
 #include "cml/trace.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -291,6 +293,90 @@ TEST_CASE("step 1: pin_existing makes a buffer copy as pinned memory, and unpin_
   CHECK_FALSE(is_pinned(buf.data()));
 }
 
+TEST_CASE("step 1: every allocate_pinned call gives page-locked memory of its own, and free_pinned frees the one it is given",
+          "[ch01][step1][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  const std::vector<std::size_t> sizes = {4097, 1, (std::size_t{1} << 20) + 3};
+  std::vector<std::byte*> got;
+  std::vector<cml::test::Range> ranges;
+  for (const std::size_t n : sizes) {
+    got.push_back(static_cast<std::byte*>(ch01::allocate_pinned(n)));
+    ranges.push_back({got.back(), n});
+  }
+  const std::string shared = cml::test::shared_ranges(ranges, "allocate_pinned's buffer");
+  {
+    INFO(shared << ": every call allocates a buffer of its own — one kept from an earlier call (a function-static) is "
+         "another caller's, and the first free_pinned frees both (step 1; ./lab hint 01)");
+    REQUIRE(shared.empty());
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("the buffer of call " << i + 1 << " (" << sizes[i] << " bytes) is not page-locked to its end: every call "
+         "allocates page-locked memory of the size it is asked for (step 1)");
+    CHECK((is_pinned(got[i]) && is_pinned(got[i] + sizes[i] - 1)));
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const Released r = released([&] { ch01::free_pinned(got[i]); }, kFreePinnedCrash);
+    CML_REQUIRE_API_OK(r.calls);
+    std::size_t mine = 0, others = 0;
+    for (const auto& c : r.calls.calls)
+      if (cml::test::base_name(c.name) == "cudaFreeHost") (c.ptr == got[i] ? mine : others)++;
+    INFO("free_pinned of call " << i + 1 << "'s buffer made " << mine << " cudaFreeHost of it and " << others
+         << " of other memory" << threw_text(r) << ": it releases the buffer it is given, once (step 1)");
+    CHECK(mine == 1);
+    CHECK(others == 0);
+  }
+}
+
+TEST_CASE("step 1: pin_existing pins each range it is given, whole, and unpin_existing unpins that one only",
+          "[ch01][step1][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  const std::vector<std::size_t> sizes = {(std::size_t{1} << 20) + 77, 4099, (std::size_t{3} << 20) + 1};
+  std::vector<std::vector<std::byte>> buffers;
+  for (const std::size_t n : sizes) buffers.emplace_back(n, std::byte{5});
+  cml::api::Recorder pin_calls;
+  for (auto& b : buffers) ch01::pin_existing(b.data(), b.size());
+  const auto pinning = pin_calls.stop();
+  CML_REQUIRE_API_OK(pinning);
+  std::vector<bool> pinned;
+  std::vector<std::size_t> registered;
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    pinned.push_back(is_pinned(buffers[i].data()) && is_pinned(buffers[i].data() + sizes[i] - 1));
+    registered.push_back(0);
+    for (const auto& c : pinning.calls)
+      if (cml::test::base_name(c.name) == "cudaHostRegister" && c.ptr == buffers[i].data()) ++registered.back();
+  }
+  const bool any = std::find(pinned.begin(), pinned.end(), true) != pinned.end();
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    INFO("after pin_existing on " << buffers.size() << " ranges, range " << i + 1 << " (" << sizes[i] << " bytes) is "
+         << (pinned[i] ? "pinned" : "not pinned to its end") << ", registered " << registered[i] << " time(s): "
+         << (any ? "every call pins the range it is given — a registration done once per process (a function-static "
+                   "flag, std::call_once) pins the first range only"
+                 : "page-lock the range in place")
+         << " (step 1; ./lab hint 01)");
+    CHECK(pinned[i]);
+    CHECK(registered[i] == 1);
+  }
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    if (!pinned[i]) continue;  // what was never pinned cannot be unpinned
+    const Released r = released([&] { ch01::unpin_existing(buffers[i].data()); }, kUnpinCrash);
+    CML_REQUIRE_API_OK(r.calls);
+    std::size_t mine = 0, others = 0;
+    for (const auto& c : r.calls.calls)
+      if (cml::test::base_name(c.name) == "cudaHostUnregister") (c.ptr == buffers[i].data() ? mine : others)++;
+    INFO("unpin_existing of range " << i + 1 << " made " << mine << " cudaHostUnregister of it and " << others
+         << " of other ranges" << threw_text(r) << ": it undoes the registration of the range it is given (step 1)");
+    CHECK(mine == 1);
+    CHECK(others == 0);
+    CHECK_FALSE(is_pinned(buffers[i].data()));
+    for (std::size_t j = i + 1; j < buffers.size(); ++j) {
+      INFO("unpin_existing of range " << i + 1 << " left range " << j + 1 << " pageable: it unpins that one only (step 1)");
+      CHECK((!pinned[j] || is_pinned(buffers[j].data())));
+    }
+  }
+}
+
 TEST_CASE("step 1: copies from pinned memory are faster than from pageable memory", "[ch01][step1][perf]") {
   cml::test::device();
   const std::size_t n = 64u << 20;
@@ -332,7 +418,7 @@ TEST_CASE("step 2: send_batched puts every piece at its device offset", "[ch01][
   }
 }
 
-TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinned staging, on the caller's stream", "[ch01][step2][mechanism]") {
+TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinned staging, then unpacks them on the GPU", "[ch01][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t count = 1000, piece = 4093, total = count * piece;
@@ -363,20 +449,89 @@ TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinn
          "pinned (step 2)");
     CHECK(c.src == MemoryKind::Pinned);
   }
-  const std::uint32_t id = cml::trace::stream_id_of(stream);
   const auto unpacks = t.kernels_named("unpack_kernel");
-  {
-    INFO("the trace shows " << unpacks.size() << " unpack kernel(s): the pieces reach their offsets on the GPU, "
-         "through launch_unpack (step 2)");
-    REQUIRE(!unpacks.empty());
+  INFO("the trace shows " << unpacks.size() << " unpack kernel(s): the pieces reach their offsets on the GPU, "
+       "through launch_unpack (step 2)");
+  CHECK(!unpacks.empty());
+}
+
+// Both of the solution's paths: one thread packs a small batch, the pool's threads pack and
+// send a large one, each copy from its own thread: every copy must still go on `stream`.
+TEST_CASE("step 2: send_batched runs its copies, kernels and memsets on the stream it is given, and nothing elsewhere", "[ch01][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  struct Shape { std::size_t count, piece; };
+  for (const Shape shape : {Shape{1000, 4093}, Shape{7, 1001}}) {
+    CAPTURE(shape.count, shape.piece);
+    ch01::PieceSet set(shape.count, shape.piece, 9);
+    cml::Stream stream;
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cml::trace::Recorder recorder;
+    ch01::send_batched(set.batch, set.staging, stream);
+    const auto t = recorder.stop();
+    CML_REQUIRE_TRACE_OK(t);
+    {
+      INFO("the trace shows " << t.kernels_named("unpack_kernel").size() << " unpack kernel(s) and "
+           << t.copies_of(CopyKind::HtoD).size() << " host-to-device copies: the pieces go to the GPU by copies, and "
+           "to their offsets through launch_unpack (step 2)");
+      REQUIRE(!t.kernels_named("unpack_kernel").empty());
+      REQUIRE(!t.copies_of(CopyKind::HtoD).empty());
+    }
+    const std::string elsewhere = cml::test::work_elsewhere(t, stream);
+    INFO("send_batched: " << elsewhere << ". Enqueue everything on `stream` (every cudaMemcpyAsync, memset and "
+         "launch gets it as its stream argument, from whichever thread issues it), so the caller's synchronisation "
+         "covers it and stream order puts the unpack after the copies (step 2; ./lab hint 01)");
+    CHECK(elsewhere.empty());
   }
-  bool on_stream = true;
-  for (const auto& c : t.copies) on_stream = on_stream && c.stream_id == id;
-  for (const auto& k : t.kernels) on_stream = on_stream && k.stream_id == id;
-  INFO("some of send_batched's copies or kernels ran on another stream than the one it was given: enqueue "
-       "everything on `stream`, so the caller's synchronisation covers it and stream order puts the unpack "
-       "after the copy (step 2)");
-  CHECK(on_stream);
+}
+
+// What the unpack kernel reads is the point of the copy before it: the pieces, packed in
+// pinned staging.host, cross the bus once, in a few large copies, into staging.device,
+// and the kernel reads them there. A kernel handed staging.host reads pinned memory over
+// the bus instead: the pieces still land right and the copies still run (for nothing).
+TEST_CASE("step 2: the unpack kernel reads the packed pieces from staging.device, where the copy put them, not from pinned host memory",
+          "[ch01][step2][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  struct Shape { std::size_t count, piece; };
+  for (const Shape sh : {Shape{1000, 4093}, Shape{16, 4093}, Shape{3, 7}}) {
+    CAPTURE(sh.count, sh.piece);
+    ch01::PieceSet set(sh.count, sh.piece, 9);
+    cml::Stream stream;
+    cml::test::Recorded rec;
+    {
+      // unpack_kernel(const std::byte* packed, ...): its first parameter is a pointer.
+      cml::api::Recorder recorder({{"unpack_kernel", 1}});
+      try {
+        ch01::send_batched(set.batch, set.staging, stream);
+      } catch (const std::exception& e) {
+        rec.threw = e.what();
+      }
+      rec.calls = recorder.stop();
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CML_REQUIRE_API_OK(rec.calls);
+    {
+      INFO("send_batched threw: " << rec.threw);
+      REQUIRE(rec.threw.empty());
+    }
+    const auto unpacks = cml::test::kernel_launches(rec.calls, "unpack_kernel");
+    {
+      INFO("send_batched launched no unpack kernel: the pieces reach their offsets on the GPU, through launch_unpack "
+           "(step 2)");
+      REQUIRE(!unpacks.empty());
+    }
+    for (const auto& k : unpacks) {
+      const void* packed = k.pointers[0];
+      INFO("the unpack kernel read the packed pieces from "
+           << (cml::test::within(packed, set.staging.host, set.staging.bytes)
+                   ? "staging.host, pinned host memory, over the bus: pinned memory is visible to the GPU, so the "
+                     "pieces land right and the copies run, for nothing"
+                   : "memory outside staging.device")
+           << ". The copy brings the packed pieces to staging.device; hand launch_unpack that (step 2; ./lab hint 01)");
+      CHECK(cml::test::within(packed, set.staging.device, set.staging.bytes));
+    }
+  }
 }
 
 TEST_CASE("step 2: send_batched only enqueues: it returns while a gate kernel holds its stream shut, and makes no blocking call", "[ch01][step2][mechanism]") {
@@ -428,7 +583,7 @@ TEST_CASE("step 3: a kernel reading the zero-copy buffer sees what the host wrot
   }
 }
 
-TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues", "[ch01][step3][mechanism]") {
+TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues, on its stream alone", "[ch01][step3][mechanism]") {
   cml::test::device();
   if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   CML_REQUIRE_TRACING();
@@ -443,6 +598,7 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
   cml::DeviceBuffer<unsigned long long> sum(1);
   cml::Stream stream;
   CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(unsigned long long), stream));
+  stream.synchronize();  // done before the recording starts: any memset in it is prepare_for_device's
   // prepare_for_device and the kernel it prepares for, while a gate holds the stream shut:
   // launch_sum waits for nothing, so a wait or a blocking call is prepare_for_device's.
   const cml::test::Enqueued e = cml::test::watch_enqueue({stream.get()}, [&] {
@@ -460,6 +616,51 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
     INFO("prepare_for_device and the kernel caused " << t.copies.size() << " copies: with mapped memory "
          "the kernel reads the host's bytes itself, so there is nothing to copy (step 3)");
     CHECK(t.copies.empty());
+  }
+  {
+    const std::string elsewhere = cml::test::work_elsewhere(t, stream);
+    INFO("prepare_for_device: " << elsewhere << ". Whatever it enqueues goes on the stream it is given, where the "
+         "kernel that follows is ordered after it; with zero-copy that is nothing (step 3)");
+    CHECK(elsewhere.empty());
+  }
+  INFO("prepare_for_device enqueued " << t.memsets.size() << " memset(s) and " << t.kernels.size() - 1
+       << " kernel(s) of its own: with zero-copy there is nothing to prepare (step 3)");
+  CHECK(t.memsets.empty());
+  CHECK(t.kernels.size() == 1);
+}
+
+TEST_CASE("step 3: every allocate_zero_copy call maps a buffer of its own, its device view showing its own bytes",
+          "[ch01][step3][mechanism]") {
+  cml::test::device();
+  if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
+  const std::vector<std::size_t> words = {(std::size_t{1} << 18) + 3, 1001, (std::size_t{1} << 20) + 7};
+  std::vector<std::unique_ptr<ZeroCopyOwner>> bufs;
+  std::vector<cml::test::Range> hosts, devices;
+  for (const std::size_t n : words) {
+    bufs.push_back(std::make_unique<ZeroCopyOwner>(n * sizeof(std::uint32_t)));
+    hosts.push_back({bufs.back()->z.host, n * sizeof(std::uint32_t)});
+    devices.push_back({bufs.back()->z.device, n * sizeof(std::uint32_t)});
+  }
+  {
+    const std::string shared = cml::test::shared_ranges(hosts, "allocate_zero_copy's host buffer");
+    INFO(shared << ": every call allocates a buffer of its own (step 3; ./lab hint 01)");
+    REQUIRE(shared.empty());
+  }
+  {
+    const std::string shared = cml::test::shared_ranges(devices, "allocate_zero_copy's device pointer");
+    INFO(shared << ": the device pointer of one buffer is the device view of another buffer — each call asks for the "
+         "device view of the buffer it just allocated, not one kept from an earlier call (step 3; ./lab hint 01)");
+    REQUIRE(shared.empty());
+  }
+  cml::DeviceBuffer<unsigned long long> sum(1);
+  cml::Stream stream;
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    const unsigned long long want =
+        ch01::fill_words(static_cast<std::uint32_t*>(bufs[i]->z.host), words[i], 40 + static_cast<unsigned>(i));
+    ch01::sum_zero_copy(bufs[i]->z, words[i], 1, 1, sum.data(), stream);
+    INFO("buffer " << i + 1 << " of " << bufs.size() << ": the kernel's sum over its device view differs from its "
+         "host bytes' sum: its `device` is not the device view of its own `host` (step 3)");
+    CHECK(ch01::read_sum(sum.data(), stream) == want);
   }
 }
 

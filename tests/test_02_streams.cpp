@@ -16,6 +16,7 @@
 #include "gpu.hpp"
 #include "harness.hpp"
 #include "integrity.hpp"
+#include "per_call.hpp"
 #include "pinned.hpp"
 #include "streams.cuh"
 
@@ -25,6 +26,7 @@
 #include "cml/trace.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -34,6 +36,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -316,6 +320,27 @@ TEST_CASE("step 1: the staged pipeline overlaps copies with kernels on your stre
          "streams[c % streams.size()], and to no other stream (step 1)");
     CHECK(even);
   }
+  {
+    // Depth-first, the c-th kernel issued is chunk c's (correlation ids number the calls in
+    // order): its stream must be streams[c % S]. An even spread dealt in blocks, or chunks
+    // issued stream by stream, passes the count above and fails this.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> issued;  // (correlation id, stream id)
+    for (const auto& k : kernels) issued.emplace_back(k.correlation_id, k.stream_id);
+    std::sort(issued.begin(), issued.end());
+    std::ostringstream got;
+    bool dealt = true;
+    for (std::size_t c = 0; c < issued.size(); ++c) {
+      std::size_t at = streams.s.size();
+      for (std::size_t i = 0; i < streams.s.size(); ++i)
+        if (cml::trace::stream_id_of(streams.s[i]) == issued[c].second) at = i;
+      got << (c ? ", " : "") << (at < streams.s.size() ? std::to_string(at) : std::string("?"));
+      dealt = dealt && at == c % streams.s.size();
+    }
+    INFO("the kernels, in the order issued, ran on streams[" << got.str() << "] of " << streams.s.size()
+         << ": chunk c goes to streams[c % streams.size()] — dealt round robin, not in blocks — and the chunks are "
+         "issued in increasing c (step 1; ./lab hint 02)");
+    CHECK(dealt);
+  }
   for (const auto& c : in) {
     INFO("a copy in came from " << cml::trace::to_string(c.src) << " memory: a copy from pageable memory is staged by "
          "the CPU and cannot overlap; use allocate_host_ints's page-locked buffers (step 1)");
@@ -330,6 +355,215 @@ TEST_CASE("step 1: the staged pipeline overlaps copies with kernels on your stre
     INFO("copies in and out were in flight together for " << 100 * o.in_out << "% of the run; this GPU has "
          << cml::test::device().async_engine_count << " copy engines, so they can overlap: want at least 20%");
     CHECK(o.in_out >= 0.2);
+  }
+}
+
+// The k-th copy in, kernel and copy out the host issued (CUPTI's correlation ids number the
+// calls in order) belong to chunk k: on a problem where no chunk is empty, each kind has one
+// per chunk (the overlap test above and the order test of step 2 ask the same).
+TEST_CASE("step 1: run_staged puts chunk c's copy in, kernel and copy out on streams[c % streams.size()], and nothing elsewhere", "[ch02][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  const std::size_t chunks = 7;  // not a multiple of the streams: chunks 3 and 6 wrap around
+  Setup s(70001, 5);
+  Streams streams(3);
+  const auto name_of = [&](std::uint32_t id) {
+    for (std::size_t i = 0; i < streams.s.size(); ++i)
+      if (cml::trace::stream_id_of(streams.s[i]) == id) return "streams[" + std::to_string(i) + "]";
+    return std::string("a stream not among them");
+  };
+  for (const auto order : {ch02::IssueOrder::Depth, ch02::IssueOrder::Breadth}) {
+    CAPTURE(order_name(order));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cml::trace::Recorder recorder;
+    ch02::run_staged(s.problem, streams.s, chunks, order);
+    const auto t = recorder.stop();
+    CML_REQUIRE_TRACE_OK(t);
+    {
+      const std::string elsewhere = cml::test::work_elsewhere(t, streams.s);
+      INFO("run_staged: " << elsewhere << ". Every copy, kernel and memset goes on a stream of `streams`: work "
+           "elsewhere is not ordered with the chunk it belongs to, and the caller's synchronisation of the streams "
+           "does not cover it (step 1; ./lab hint 02)");
+      REQUIRE(elsewhere.empty());
+    }
+    struct Op {
+      std::uint32_t correlation, stream;
+    };
+    std::vector<std::pair<const char*, std::vector<Op>>> kinds = {{"copy in", {}}, {"kernel", {}}, {"copy out", {}}};
+    for (const auto& c : t.copies_of(CopyKind::HtoD)) kinds[0].second.push_back({c.correlation_id, c.stream_id});
+    for (const auto& k : t.kernels_named("AddKernel")) kinds[1].second.push_back({k.correlation_id, k.stream_id});
+    for (const auto& c : t.copies_of(CopyKind::DtoH)) kinds[2].second.push_back({c.correlation_id, c.stream_id});
+    std::string wrong;
+    for (auto& [what, ops] : kinds) {
+      {
+        INFO("run_staged issued " << ops.size() << " " << what << "(s) for " << chunks << " chunks of "
+             << s.problem.n << " ints: give every chunk its own copy in, kernel and copy out (step 1)");
+        REQUIRE(ops.size() == chunks);
+      }
+      std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.correlation < b.correlation; });
+      for (std::size_t c = 0; c < chunks && wrong.empty(); ++c) {
+        const std::size_t want = c % streams.s.size();
+        if (ops[c].stream != cml::trace::stream_id_of(streams.s[want]))
+          wrong = "chunk " + std::to_string(c) + "'s " + what + " ran on " + name_of(ops[c].stream) + "; chunk " +
+                  std::to_string(c) + "'s stream is streams[c % streams.size()] = streams[" + std::to_string(want) +
+                  "]";
+      }
+    }
+    INFO(wrong << ": a chunk's copy in, kernel and copy out go on its one stream, in that order, so stream order "
+         "alone runs them one after the other, and chunk c goes to streams[c % streams.size()], the chunks issued "
+         "in increasing c (the k-th copy in, kernel and copy out issued are chunk k's) (step 1)");
+    CHECK(wrong.empty());
+  }
+}
+
+TEST_CASE("step 1: every create_streams call gives new streams, and destroy_streams destroys the ones it is given",
+          "[ch02][step1][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  std::vector<cudaStream_t> first = ch02::create_streams(3);
+  std::vector<cudaStream_t> second = ch02::create_streams(4);
+  const std::vector<cudaStream_t> first_made = first, second_made = second;
+  // The legacy stream is the other test's diagnosis (it names it first); here, what two
+  // calls share.
+  const bool legacy = std::count(first.begin(), first.end(), nullptr) + std::count(second.begin(), second.end(), nullptr) > 0;
+  std::string shared;
+  for (std::size_t j = 0; j < second.size() && shared.empty() && !legacy; ++j)
+    for (std::size_t i = 0; i < first.size(); ++i)
+      if (second[j] == first[i])
+        shared = "the second create_streams call returned stream " + std::to_string(j) + " of the first call's (its " +
+                 "stream " + std::to_string(i) + ")";
+  const cml::test::Recorded a = cml::test::record_calls([&] { ch02::destroy_streams(first); });
+  const cml::test::Recorded b = cml::test::record_calls([&] { ch02::destroy_streams(second); });
+  {
+    INFO("create_streams returned the default (legacy NULL) stream, 0: create new streams (step 1; ./lab hint 02)");
+    REQUIRE(!legacy);
+  }
+  {
+    INFO(shared << ": every call creates streams of its own — streams kept from an earlier call (a function-static "
+         "vector) are another caller's, and one destroy_streams leaves the other holding destroyed streams "
+         "(step 1; ./lab hint 02)");
+    REQUIRE(shared.empty());
+  }
+  CML_REQUIRE_API_OK(a.calls);
+  CML_REQUIRE_API_OK(b.calls);
+  for (const auto& [made, rec, which] : {std::tuple{&first_made, &a, "first"}, std::tuple{&second_made, &b, "second"}}) {
+    std::vector<cudaStream_t> destroyed;
+    for (const auto& c : rec->calls.calls)
+      if (cml::test::base_name(c.name) == "cudaStreamDestroy") destroyed.push_back(c.stream);
+    std::vector<cudaStream_t> want = *made;
+    std::sort(want.begin(), want.end());
+    std::sort(destroyed.begin(), destroyed.end());
+    INFO("destroy_streams of the " << which << " call's " << want.size() << " streams destroyed " << destroyed.size()
+         << " stream(s)" << (rec->threw.empty() ? std::string() : " and failed: " + rec->threw) << ": it destroys "
+         "exactly the streams it is given, once each (step 1)");
+    CHECK(destroyed == want);
+  }
+}
+
+TEST_CASE("step 1: every allocate_host_ints call gives a pinned buffer of its own, and free_host_ints frees the one it is given",
+          "[ch02][step1][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  const std::vector<std::size_t> sizes = {1000, 100003, 7};
+  std::vector<int*> got;
+  std::vector<cml::test::Range> ranges;
+  for (const std::size_t n : sizes) {
+    got.push_back(ch02::allocate_host_ints(n));
+    ranges.push_back({got.back(), n * sizeof(int)});
+  }
+  const std::string shared = cml::test::shared_ranges(ranges, "allocate_host_ints's buffer");
+  std::string pageable;
+  if (shared.empty())
+    for (std::size_t i = 0; i < got.size() && pageable.empty(); ++i)
+      if (!is_pinned(got[i]) || !is_pinned(got[i] + sizes[i] - 1))
+        pageable = "the buffer of call " + std::to_string(i + 1) + " (" + std::to_string(sizes[i]) + " ints) is not "
+                   "page-locked to its end";
+  std::vector<cml::test::Recorded> freed;
+  {
+    cml::test::CrashNote note(kFreeHostIntsCrash);
+    // Freed only where they are each their own: one buffer handed out twice is freed once.
+    for (std::size_t i = 0; i < got.size() && shared.empty(); ++i)
+      freed.push_back(cml::test::record_calls([&] { ch02::free_host_ints(got[i]); }));
+  }
+  {
+    INFO(shared << ": every call allocates a buffer of its own — a buffer kept from an earlier call (a "
+         "function-static) is another caller's: the pipeline's input and output would be one array (step 1; "
+         "./lab hint 02)");
+    REQUIRE(shared.empty());
+  }
+  {
+    INFO(pageable << ": allocate page-locked memory of count ints, on every call (step 1)");
+    CHECK(pageable.empty());
+  }
+  for (std::size_t i = 0; i < freed.size(); ++i) {
+    CML_REQUIRE_API_OK(freed[i].calls);
+    std::size_t mine = 0, others = 0;
+    for (const auto& c : freed[i].calls.calls)
+      if (cml::test::base_name(c.name) == "cudaFreeHost") (c.ptr == got[i] ? mine : others)++;
+    INFO("free_host_ints of call " << i + 1 << "'s buffer made " << mine << " cudaFreeHost of it and " << others
+         << " of other memory" << (freed[i].threw.empty() ? std::string() : " (it failed: " + freed[i].threw + ")")
+         << ": it frees the buffer it is given, once (step 1)");
+    CHECK(mine == 1);
+    CHECK(others == 0);
+  }
+}
+
+TEST_CASE("step 1: each chunk's kernel reads the device copy of its input and writes the device output, not the pinned host buffers",
+          "[ch02][step1][mechanism]") {
+  cml::test::device();
+  CML_REQUIRE_TRACING();
+  Streams streams(3);
+  // Large chunks and small ones: a shortcut taken for small chunks only shows on them.
+  struct Shape { std::size_t n, chunks; };
+  for (const Shape sh : {Shape{1000003, 7}, Shape{4096, 64}}) {
+    for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
+      CAPTURE(sh.n, sh.chunks, order_name(order));
+      Setup s(sh.n, 5);
+      // AddKernel(int* out, const int* in, ...): its first two parameters are pointers.
+      const cml::test::Recorded rec = [&] {
+        cml::test::Recorded r;
+        cml::api::Recorder recorder({{"AddKernel", 2}});
+        try {
+          ch02::run_staged(s.problem, streams.s, sh.chunks, order);
+        } catch (const std::exception& e) {
+          r.threw = e.what();
+        }
+        r.calls = recorder.stop();
+        return r;
+      }();
+      CUDA_CHECK(cudaDeviceSynchronize());
+      CML_REQUIRE_API_OK(rec.calls);
+      {
+        INFO("run_staged threw: " << rec.threw);
+        REQUIRE(rec.threw.empty());
+      }
+      const auto launches = cml::test::kernel_launches(rec.calls, "AddKernel");
+      {
+        INFO("the callback recorder saw no launch of AddKernel: each chunk's kernel is launch_add's (step 1)");
+        REQUIRE(!launches.empty());
+      }
+      const std::size_t bytes = sh.n * sizeof(int);
+      for (const auto& k : launches) {
+        const void* out = k.pointers[0];
+        const void* in = k.pointers[1];
+        {
+          INFO("a chunk's kernel read "
+               << (cml::test::within(in, s.problem.host_in, bytes) ? "p.host_in, the pinned host input, over the bus: "
+                                                                     "pinned memory is visible to the GPU, so the sums "
+                                                                     "come out right and the copies still run, for "
+                                                                     "nothing"
+                                                                   : "memory outside p.device_in")
+               << ". The copy in brings the chunk to p.device_in + first; the kernel reads it there (step 1; ./lab "
+                  "hint 02)");
+          CHECK(cml::test::within(in, s.problem.device_in, bytes));
+        }
+        INFO("a chunk's kernel wrote "
+             << (cml::test::within(out, s.problem.host_out, bytes) ? "p.host_out, the pinned host output, over the bus"
+                                                                   : "memory outside p.device_out")
+             << ": the kernel writes p.device_out + first, and the copy out brings it back (step 1; ./lab hint 02)");
+        CHECK(cml::test::within(out, s.problem.device_out, bytes));
+      }
+    }
   }
 }
 
@@ -356,7 +590,58 @@ TEST_CASE("step 2: any size and chunk count gives the right result, in both issu
   }
 }
 
-TEST_CASE("step 2: every element is copied in and out exactly once, and after_chunk runs once per chunk, in order, with its stream", "[ch02][step2][mechanism]") {
+namespace {
+
+// The chunks' copies out in the order the host issued them (the callback recorder: their
+// destination in p.host_out), with the after_chunk calls marked among them: which chunk
+// each copy belongs to, and which stream it went to, is read from the calls, not guessed
+// from how the GPU ran them.
+struct ChunkCalls {
+  struct Out {
+    std::size_t first, count;  // elements of p.host_out
+    cudaStream_t stream;
+  };
+  struct Group {
+    std::size_t chunk = 0;       // what after_chunk was told
+    cudaStream_t given = nullptr;  // and the stream it was given
+    std::vector<Out> outs;       // the copies out issued since the previous after_chunk
+  };
+  std::vector<Group> groups;
+  std::vector<Out> after_last;   // copies out issued after the last after_chunk
+};
+
+ChunkCalls chunk_calls(const cml::api::Calls& calls, const ch02::Problem& p, const std::vector<cudaStream_t>& given) {
+  ChunkCalls r;
+  std::vector<ChunkCalls::Out> pending;
+  std::size_t marks = 0;
+  for (const auto& c : calls.calls) {
+    if (c.name == cml::api::kMark) {
+      ChunkCalls::Group g;
+      g.chunk = static_cast<std::size_t>(std::stoul(c.symbol.substr(c.symbol.rfind(' ') + 1)));
+      g.given = marks < given.size() ? given[marks] : nullptr;
+      ++marks;
+      g.outs.swap(pending);
+      r.groups.push_back(std::move(g));
+    } else if (cml::test::base_name(c.name) == "cudaMemcpyAsync" &&
+               cml::test::within(c.ptr, p.host_out, p.n * sizeof(int))) {  // any kind: where it writes is what counts
+      const auto first = static_cast<std::size_t>(static_cast<const int*>(c.ptr) - p.host_out);
+      pending.push_back({first, c.bytes / sizeof(int), c.stream});
+    }
+  }
+  r.after_last = std::move(pending);
+  return r;
+}
+
+std::string stream_name(cudaStream_t s, const std::vector<cudaStream_t>& streams) {
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    if (streams[i] == s) return "streams[" + std::to_string(i) + "]";
+  return s == nullptr ? "the legacy stream" : "a stream run_staged was not given";
+}
+
+}  // namespace
+
+TEST_CASE("step 2: every element is copied once, chunk by chunk in increasing c on streams[c % S], and after_chunk(c) follows chunk c's operations with its stream",
+          "[ch02][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   struct Shape { std::size_t n, chunks; };
@@ -368,13 +653,17 @@ TEST_CASE("step 2: every element is copied in and out exactly once, and after_ch
       std::vector<std::size_t> calls;
       std::vector<cudaStream_t> given;
       s.problem.after_chunk = [&](std::size_t c, cudaStream_t st) {
+        cml::api::mark("after_chunk " + std::to_string(c));
         calls.push_back(c);
         given.push_back(st);
       };
       cml::trace::Recorder recorder;
+      cml::api::Recorder api;
       ch02::run_staged(s.problem, streams.s, sh.chunks, order);
+      const auto issued = api.stop();
       const auto t = recorder.stop();
       CML_REQUIRE_TRACE_OK(t);
+      CML_REQUIRE_API_OK(issued);
       std::uint64_t in = 0, out = 0;
       for (const auto& c : t.copies_of(CopyKind::HtoD)) in += c.bytes;
       for (const auto& c : t.copies_of(CopyKind::DtoH)) out += c.bytes;
@@ -387,14 +676,50 @@ TEST_CASE("step 2: every element is copied in and out exactly once, and after_ch
       std::vector<std::size_t> want(sh.chunks);
       for (std::size_t c = 0; c < sh.chunks; ++c) want[c] = c;
       {
-        INFO("after_chunk was called " << calls.size() << " times for " << sh.chunks << " chunks: call "
-             "p.after_chunk(c, stream) once per chunk, empty ones included, in increasing c (step 2)");
+        std::ostringstream seen;
+        for (std::size_t i = 0; i < calls.size() && i < 12; ++i) seen << (i ? ", " : "") << calls[i];
+        INFO("after_chunk was called " << calls.size() << " times for " << sh.chunks << " chunks, for chunks "
+             << seen.str() << (calls.size() > 12 ? ", ..." : "") << ": call p.after_chunk(c, stream) once per "
+             "chunk, empty ones included, in increasing c (step 2)");
         REQUIRE(calls == want);
       }
-      bool right_stream = true;
-      for (std::size_t c = 0; c < sh.chunks; ++c) right_stream = right_stream && given[c] == streams.s[c % streams.s.size()];
-      INFO("after_chunk was given another stream than chunk c's, streams[c % streams.size()] (step 2)");
-      CHECK(right_stream);
+      const ChunkCalls cc = chunk_calls(issued, s.problem, given);
+      // The copies out, in the order issued, tile [0, n) from element 0: chunk 0 first, each
+      // chunk where the one before it ends.
+      {
+        std::size_t next = 0;
+        std::string wrong;
+        for (const auto& g : cc.groups)
+          for (const auto& o : g.outs) {
+            if (wrong.empty() && o.first != next)
+              wrong = "the copy out of elements [" + std::to_string(o.first) + ", " + std::to_string(o.first + o.count) +
+                      ") was issued " +
+                      (g.chunk == 0 ? std::string("first")
+                                    : "after after_chunk(" + std::to_string(g.chunk - 1) + ")") +
+                      ", when the chunks issued before it ended at element " + std::to_string(next);
+            next = o.first + o.count;
+          }
+        INFO(wrong << ": the chunks are consecutive pieces of [0, n) issued in increasing c, chunk 0 first — chunk c "
+             "starts where chunk c - 1 ends. Issuing them stream by stream (chunks s, s + S, ... of each stream in "
+             "turn) issues them out of order (step 2; ./lab hint 02)");
+        REQUIRE(wrong.empty());
+      }
+      {
+        INFO(cc.after_last.size() << " copy out(s) were issued after the last after_chunk call: after_chunk(c) comes "
+             "once chunk c's operations are issued, its copy out included (step 2)");
+        REQUIRE(cc.after_last.empty());
+      }
+      for (const auto& g : cc.groups) {
+        const cudaStream_t want_stream = streams.s[g.chunk % streams.s.size()];
+        for (const auto& o : g.outs) {
+          INFO("chunk " << g.chunk << "'s copy out went on " << stream_name(o.stream, streams.s) << ": chunk c goes to "
+               "streams[c % streams.size()], streams[" << g.chunk % streams.s.size() << "] here (step 2)");
+          CHECK(o.stream == want_stream);
+        }
+        INFO("after_chunk(" << g.chunk << ") was given " << stream_name(g.given, streams.s) << ", another stream than "
+             "chunk c's, streams[c % streams.size()] (step 2)");
+        CHECK(g.given == want_stream);
+      }
     }
   }
 }

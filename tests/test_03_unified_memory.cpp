@@ -33,6 +33,7 @@
 #include <ctime>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -131,12 +132,84 @@ std::string rounds_text(const std::vector<int>& rounds) {
   return rounds.empty() ? "none" : o.str();
 }
 
+// The calls of `calls` made for `lane`, in order, as letters: G a prefetch of lane.data to
+// the GPU, K the lane's kernel (gpu_step), C a prefetch of lane.data to the host, H a host
+// function; each on the stream it was enqueued on. What the stream will run, in its order.
+struct Enqueued {
+  char what;
+  cudaStream_t stream;
+  const void* user;  // a host function's userData
+};
+std::vector<Enqueued> enqueued_for(const cml::api::Calls& calls, const ch03::Lane& lane) {
+  std::vector<Enqueued> out;
+  for (const auto& c : calls.calls) {
+    const std::string name = cml::test::base_name(c.name);
+    if (name == "cudaMemPrefetchAsync" && c.ptr == lane.data)
+      out.push_back({c.location.type == cudaMemLocationTypeDevice ? 'G' : 'C', c.stream, nullptr});
+    else if (name.rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find("gpu_step") != std::string::npos &&
+             c.stream == lane.stream)
+      out.push_back({'K', c.stream, nullptr});
+    else if (name == "cudaLaunchHostFunc" && c.stream == lane.stream)
+      out.push_back({'H', c.stream, c.ptr});
+  }
+  return out;
+}
+
+// The round `error` says was never signalled ("round 3 was never signalled ..."), or -1.
+int never_signalled_round(const std::string& error) {
+  const std::string tail = " was never signalled";
+  const std::size_t at = error.find(tail);
+  if (at == std::string::npos) return -1;
+  const std::size_t start = error.rfind("round ", at);
+  if (start == std::string::npos) return -1;
+  try {
+    return std::stoi(error.substr(start + 6, at - start - 6));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// What a round that was never signalled says about the lane's wait, from the round waited
+// for, the GPU steps launched, the rounds the signal counted and, where the callback
+// recorder ran (`calls`), the host functions enqueued for this lane's signal: "" when the
+// error is another one. Two waits go wrong differently: one for a round counted from 1
+// (wait_for(r + 1)) and one before the host function it waits for is enqueued.
+std::string never_signalled_advice(const std::string& error, const ch03::Lane& lane, const ch03::RoundSignal& signal,
+                                   const cml::api::Calls* calls) {
+  const int round = never_signalled_round(error);
+  if (round < 0) return "";
+  const int launched = lane.progress != nullptr ? lane.progress->launches : -1;
+  if (launched >= 0 && round >= launched)
+    return ". run_lane waited for round " + std::to_string(round) + " when " + std::to_string(launched) +
+           " GPU step(s) had been launched: signal.wait_for(r) takes the round whose GPU work must be done, counted "
+           "from 0 — round r's host function makes the count r + 1, and wait_for(r) returns once the count is more "
+           "than r (step 3; ./lab hint 03)";
+  std::string enqueued;
+  if (calls != nullptr && calls->ok) {
+    int mine = 0, elsewhere = 0;
+    for (const auto& c : calls->calls)
+      if (cml::test::base_name(c.name) == "cudaLaunchHostFunc" && c.ptr == &signal) (c.stream == lane.stream ? mine : elsewhere)++;
+    if (mine > round)
+      return ". round " + std::to_string(round) + "'s host function was enqueued on lane.stream (" +
+             std::to_string(mine) + " for this signal) but never ran: something on lane.stream never finished "
+             "(step 3; ./lab hint 03)";
+    enqueued = std::to_string(mine) + " host function(s) had been enqueued on lane.stream for this lane's signal" +
+               (elsewhere > 0 ? " (and " + std::to_string(elsewhere) + " on other streams)" : std::string()) + ", ";
+  }
+  return ". When run_lane waited for round " + std::to_string(round) + ", " + enqueued + "the signal had counted " +
+         std::to_string(signal.done()) + " round(s): round " + std::to_string(round) + "'s own host function was "
+         "not enqueued before the wait. signal.wait_for(r) sleeps until that host function has run, so one enqueued "
+         "after the wait (or never) is never reached: enqueue it first — on lane.stream, after the round's kernel "
+         "and its move back, once per round — then wait (step 3; ./lab hint 03)";
+}
+
 // Step 1's promises, in the order a learner meets them: the rounds ran (each a GPU step
 // and a host step, in order), no host step began before its kernel finished, and the
 // host did not wait much longer than the GPU needed. `race`: the kernels waited at random.
-void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race) {
+// `calls`: what the callback recorder saw, where it ran (names the wait's mistake).
+void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race, const cml::api::Calls* calls = nullptr) {
   {
-    INFO("run_lane threw: " << run.error);
+    INFO("run_lane threw: " << run.error << never_signalled_advice(run.error, f.lane, f.signal, calls));
     REQUIRE(run.error.empty());
   }
   const ch03::Progress& p = f.progress;
@@ -175,6 +248,70 @@ void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race) {
   CHECK(r.ok);
 }
 
+
+// Lanes of different sizes sharing one table, each with its own buffer, stream and signal,
+// run at once on threads of their own, as the program runs them: a step done once per
+// process (a function-static, a std::call_once) instead of once per lane shows only with
+// several lanes in one process.
+struct ManyLanes {
+  explicit ManyLanes(unsigned seed) : table(ch03::random_table(1009, seed)) {
+    for (const std::size_t n : {jitter(65536 + 5), jitter(4096 + 3), jitter(777)})
+      lanes.push_back(std::make_unique<ch03::LaneOwner>(n, table, cml::test::device().index,
+                                                        seed + static_cast<unsigned>(n)));
+  }
+  // run_lane on every lane at once: what each one threw ("" where nothing).
+  std::vector<std::string> run(int rounds) {
+    const auto failures = ch03::on_threads(static_cast<int>(lanes.size()), cml::test::device().index, [&](int t) {
+      ch03::run_lane(lanes[static_cast<std::size_t>(t)]->lane, rounds, lanes[static_cast<std::size_t>(t)]->signal);
+    });
+    std::vector<std::string> out;
+    for (const auto& e : failures) out.push_back(ch03::message(e));
+    return out;
+  }
+  // "lane k" for the lane whose stream, buffer or signal `what` is; "no lane" otherwise.
+  std::string owner(const void* what) const {
+    for (std::size_t k = 0; k < lanes.size(); ++k)
+      if (what == lanes[k]->lane.stream || what == lanes[k]->lane.data || what == &lanes[k]->signal)
+        return "lane " + std::to_string(k);
+    return what == nullptr ? "the legacy stream" : "no lane";
+  }
+  // Which lane each host thread ran: the one whose kernels (the provided launch_gpu_step,
+  // on lane.stream) it launched, or whose buffer it attached to that buffer's own stream
+  // (a lane that failed before its first kernel). Calls are judged by the lane whose
+  // thread made them.
+  std::map<std::thread::id, std::size_t> threads(const cml::api::Calls& calls) const {
+    std::map<std::thread::id, std::size_t> out;
+    for (const auto& c : calls.calls) {
+      const std::string name = cml::test::base_name(c.name);
+      const bool kernel = name.rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find("gpu_step") != std::string::npos;
+      for (std::size_t k = 0; k < lanes.size(); ++k)
+        if (c.stream == lanes[k]->lane.stream &&
+            (kernel || (name == "cudaStreamAttachMemAsync" && c.ptr == lanes[k]->lane.data)))
+          out.emplace(c.thread, k);
+    }
+    return out;
+  }
+  std::string describe(std::size_t t) const {
+    return "lane " + std::to_string(t) + " of " + std::to_string(lanes.size()) + " (" +
+           std::to_string(lanes[t]->lane.n) + " words)";
+  }
+  // After the run: each lane threw nothing and holds what `rounds` rounds make.
+  void check_results(const std::vector<std::string>& errors, int rounds, const char* step) const {
+    for (std::size_t t = 0; t < lanes.size(); ++t) {
+      {
+        INFO(describe(t) << ": run_lane threw: " << errors[t] << never_signalled_advice(errors[t], lanes[t]->lane,
+                                                                                        lanes[t]->signal, nullptr));
+        CHECK(errors[t].empty());
+      }
+      const auto want = lanes[t]->after_rounds(rounds);
+      const auto r = cml::compare_exact(lanes[t]->data.data(), want.data(), want.size());
+      INFO(describe(t) << ": " << r.describe() << " (" << step << ")");
+      CHECK(r.ok);
+    }
+  }
+  cml::ManagedBuffer<unsigned> table;
+  std::vector<std::unique_ptr<ch03::LaneOwner>> lanes;
+};
 }  // namespace
 
 // ---- Step 1 ------------------------------------------------------------------------------
@@ -187,9 +324,13 @@ TEST_CASE("step 1: the host never touches the data while its kernel runs, howeve
   Fixture f(jitter((1u << 20) + 3), 1000 + 7, 1);
   f.progress.max_delay_ms = kMaxDelayMs;
   const int rounds = 8;
+  // The calls, where tracing is on: what a wait that never returns was waiting for.
+  std::unique_ptr<cml::api::Recorder> recorder;
+  if (!cml::trace::disabled_by_environment()) recorder = std::make_unique<cml::api::Recorder>();
   const LaneRun run = run_on_thread(f.lane, rounds, f.signal);
+  const cml::api::Calls calls = recorder ? recorder->stop() : cml::api::Calls{};
   CUDA_CHECK(cudaDeviceSynchronize());
-  check_rounds(f, run, rounds, true);
+  check_rounds(f, run, rounds, true, &calls);
 }
 
 TEST_CASE("step 1: several threads' rounds give the right result, each lane waiting for its own stream",
@@ -209,7 +350,7 @@ TEST_CASE("step 1: several threads' rounds give the right result, each lane wait
   CUDA_CHECK(cudaDeviceSynchronize());
   for (std::size_t t = 0; t < lanes.size(); ++t) {
     CAPTURE(t);
-    check_rounds(*lanes[t], LaneRun{ch03::message(failures[t]), 0, 0, 0}, rounds, false);
+    check_rounds(*lanes[t], LaneRun{ch03::message(failures[t]), 0, 0, 0}, rounds, false, &calls);
   }
   if (calls.ok) {
     const int device_waits = cml::test::count_calls(calls, "cudaDeviceSynchronize");
@@ -267,6 +408,88 @@ TEST_CASE("step 2: each buffer is attached to its own stream alone, before its f
   CHECK(before_kernel);
 }
 
+// The activity trace says where the GPU work ran; the callback trace, which stream each
+// enqueueing call that takes one was given (the prefetches and host functions leave no
+// activity record with a stream).
+TEST_CASE("step 2: run_lane enqueues its kernels, copies, memsets, prefetches and host functions on lane.stream, and nothing elsewhere",
+          "[ch03][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  require_managed();
+  Fixture f(jitter(65536 + 5), 1009, 9);
+  const int rounds = 3;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  cml::api::Recorder api;
+  cml::trace::Recorder recorder;
+  ch03::run_lane(f.lane, rounds, f.signal);
+  const auto t = recorder.stop();
+  const auto calls = api.stop();
+  CML_REQUIRE_TRACE_OK(t);
+  CML_REQUIRE_API_OK(calls);
+  {
+    INFO("the trace shows " << t.kernels_named("gpu_step").size() << " GPU step(s) for " << rounds << " rounds: "
+         "each round is launch_gpu_step(lane, r) then host_step(lane, r) (step 1; ./lab hint 03)");
+    REQUIRE(t.kernels_named("gpu_step").size() == static_cast<std::size_t>(rounds));
+  }
+  {
+    const std::string elsewhere = cml::test::work_elsewhere(t, f.lane.stream);
+    INFO("run_lane: " << elsewhere << ", not lane.stream: lane.data is the business of lane.stream alone, and "
+         "work elsewhere is not ordered with the lane's kernels, moves and host function, which tell the thread "
+         "when it may touch the data (step 2; ./lab hint 03)");
+    CHECK(elsewhere.empty());
+  }
+  std::string wrong;
+  for (const auto& c : calls.calls) {
+    const std::string name = cml::test::base_name(c.name);
+    if ((name == "cudaStreamAttachMemAsync" || name == "cudaMemPrefetchAsync" || name == "cudaLaunchHostFunc") &&
+        c.stream != f.lane.stream && wrong.empty()) {
+      std::ostringstream o;
+      o << name << " on stream " << c.stream << (c.stream == nullptr ? " (the legacy default stream)" : "");
+      wrong = o.str();
+    }
+  }
+  INFO("run_lane called " << wrong << ", not on lane.stream (" << f.lane.stream << "): what it enqueues for the "
+       "lane goes on the lane's stream, in the lane's order (step 2)");
+  CHECK(wrong.empty());
+}
+
+TEST_CASE("step 2: with several lanes in one process, each lane attaches its own buffer to its own stream",
+          "[ch03][step2][mechanism]") {
+  require_managed();
+  CML_REQUIRE_TRACING();
+  ManyLanes m(20);
+  const int rounds = 2;
+  cml::api::Recorder recorder;
+  const auto errors = m.run(rounds);
+  const auto calls = recorder.stop();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CML_REQUIRE_API_OK(calls);
+  std::vector<std::vector<cml::api::Call>> attaches(m.lanes.size());
+  for (std::size_t t = 0; t < m.lanes.size(); ++t)
+    for (const auto& c : calls.calls)
+      if (cml::test::base_name(c.name) == "cudaStreamAttachMemAsync" && c.ptr == m.lanes[t]->lane.data)
+        attaches[t].push_back(c);
+  const bool some = std::any_of(attaches.begin(), attaches.end(), [](const auto& a) { return !a.empty(); });
+  for (std::size_t t = 0; t < m.lanes.size(); ++t) {
+    const ch03::Lane& lane = m.lanes[t]->lane;
+    const std::vector<cml::api::Call>& attach = attaches[t];
+    {
+      INFO(m.describe(t) << ": its buffer was attached " << attach.size() << " time(s) in " << rounds << " rounds, "
+           "with " << m.lanes.size() << " lanes running at once; want once per lane. "
+           << (some ? "An attach done once per process (a function-static flag, std::call_once) covers the first "
+                      "lane's buffer only: every lane's buffer is its own stream's business"
+                    : "Tell the driver which stream's work uses lane.data")
+           << " (step 2; ./lab hint 03)");
+      CHECK(attach.size() == 1);
+    }
+    for (const auto& a : attach) {
+      INFO(m.describe(t) << ": its buffer was attached to " << m.owner(a.stream) << "'s stream, not its own: a "
+           "stream kept from an earlier call is another lane's (step 2)");
+      CHECK(a.stream == lane.stream);
+    }
+  }
+  m.check_results(errors, rounds, "step 2");
+}
+
 // ---- Step 3 ------------------------------------------------------------------------------
 
 TEST_CASE("step 3: a host function on the lane's stream signals each round, in order, and nothing blocks",
@@ -282,7 +505,7 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
   CUDA_CHECK(cudaDeviceSynchronize());
   CML_REQUIRE_API_OK(calls);
   {
-    INFO("run_lane threw: " << run.error);
+    INFO("run_lane threw: " << run.error << never_signalled_advice(run.error, f.lane, f.signal, &calls));
     REQUIRE(run.error.empty());
   }
   std::vector<cml::api::Call> host_funcs;
@@ -300,6 +523,23 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
     INFO(elsewhere << " of the " << rounds << " host functions were enqueued on another stream than lane.stream: "
          "there they do not wait for the lane's kernel, and signal too early (step 3)");
     REQUIRE(elsewhere == 0);
+  }
+  {
+    // Stream order: round r's host function runs after what was enqueued before it, so it
+    // must come after round r's kernel, or it lets the host step begin while the kernel runs.
+    const auto order = enqueued_for(calls, f.lane);
+    int kernels = 0, early = -1, funcs = 0;
+    for (const auto& e : order) {
+      if (e.what == 'K') ++kernels;
+      if (e.what != 'H') continue;
+      if (early < 0 && kernels <= funcs) early = funcs;
+      ++funcs;
+    }
+    INFO("round " << early << "'s host function was enqueued on lane.stream before that round's kernel: it runs "
+         "once the work before it is done — not the kernel, which comes after it — and lets the host step begin "
+         "while the kernel runs. Enqueue it after launch_gpu_step (and the move back), then wait (step 3; ./lab "
+         "hint 03)");
+    REQUIRE(early < 0);
   }
   {
     INFO("the signal counted " << f.signal.done() << " rounds of " << rounds << " (step 3)");
@@ -323,7 +563,45 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
          "(step 3)");
     CHECK(static_cast<double>(run.switches) <= kMaxSwitchesPerRound * rounds);
   }
-  check_rounds(f, run, rounds, true);
+  check_rounds(f, run, rounds, true, &calls);
+}
+
+TEST_CASE("step 3: with several lanes in one process, each lane's host functions go on its own stream and signal its own RoundSignal",
+          "[ch03][step3][mechanism]") {
+  require_managed();
+  CML_REQUIRE_TRACING();
+  ManyLanes m(30);
+  const int rounds = 3;
+  cml::api::Recorder recorder;
+  const auto errors = m.run(rounds);
+  const auto calls = recorder.stop();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CML_REQUIRE_API_OK(calls);
+  const auto lane_of = m.threads(calls);
+  std::vector<std::size_t> made(m.lanes.size(), 0);
+  for (const auto& c : calls.calls) {
+    if (cml::test::base_name(c.name) != "cudaLaunchHostFunc") continue;
+    const auto it = lane_of.find(c.thread);
+    if (it == lane_of.end()) continue;  // not a lane's thread
+    const std::size_t t = it->second;
+    ++made[t];
+    {
+      INFO(m.describe(t) << " enqueued a host function on " << m.owner(c.stream) << "'s stream: on another lane's "
+           "stream it waits for the wrong kernel. Enqueue it on lane.stream, the stream of the lane you were given, "
+           "not one kept from an earlier call (a function-static is the first lane's) (step 3; ./lab hint 03)");
+      CHECK(c.stream == m.lanes[t]->lane.stream);
+    }
+    INFO(m.describe(t) << " enqueued a host function that signals " << m.owner(c.ptr) << "'s RoundSignal: its "
+         "userData is the `signal` this run_lane was given, not one kept from an earlier call (a function-static is "
+         "the first lane's) (step 3; ./lab hint 03)");
+    CHECK(c.ptr == &m.lanes[t]->signal);
+  }
+  for (std::size_t t = 0; t < m.lanes.size(); ++t) {
+    INFO(m.describe(t) << " enqueued " << made[t] << " host function(s) in " << rounds << " rounds: one per round, "
+         "for every lane (step 3)");
+    CHECK(made[t] == static_cast<std::size_t>(rounds));
+  }
+  m.check_results(errors, rounds, "step 3");
 }
 
 // ---- Step 4 ------------------------------------------------------------------------------
@@ -368,6 +646,110 @@ TEST_CASE("step 4: data moves by prefetch both ways on the lane's stream", "[ch0
   const auto r = cml::compare_exact(f.data.data(), want.data(), want.size());
   INFO(r.describe() << " (step 4)");
   CHECK(r.ok);
+}
+
+// Stream order is the promise: round r's move to the GPU is enqueued before its kernel, and
+// its move back before the host function that lets the host touch the data. Read from the
+// calls' order, not from how the race came out.
+TEST_CASE("step 4: each round's moves are in stream order: to the GPU before the kernel, back to the host before the host function",
+          "[ch03][step4][mechanism]") {
+  require_concurrent_access();
+  CML_REQUIRE_TRACING();
+  Fixture f(jitter((1u << 20) + 5), 1009, 9);
+  const int rounds = 3;
+  cml::api::Recorder recorder;
+  const LaneRun run = run_on_thread(f.lane, rounds, f.signal);
+  const auto calls = recorder.stop();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CML_REQUIRE_API_OK(calls);
+  {
+    INFO("run_lane threw: " << run.error << never_signalled_advice(run.error, f.lane, f.signal, &calls));
+    REQUIRE(run.error.empty());
+  }
+  // What lane.stream runs, in order (moves enqueued on other streams are the other tests'
+  // business: they are not ordered with this stream at all).
+  std::string order;
+  for (const auto& e : enqueued_for(calls, f.lane))
+    if (e.stream == f.lane.stream) order += e.what;
+  INFO("lane.stream ran, in order: " << order << " (G: a move of lane.data to the GPU, K: the round's kernel, C: a "
+       "move back to the host, H: the host function that lets the host step begin)");
+  std::size_t start = 0;
+  for (int r = 0; r < rounds; ++r) {
+    CAPTURE(r);
+    const std::size_t h = order.find('H', start);
+    REQUIRE(h != std::string::npos);
+    const std::string round = order.substr(start, h - start);  // this round's work before its host function
+    const std::size_t k = round.find('K');
+    REQUIRE(k != std::string::npos);
+    {
+      const bool late = round.find('G', k) != std::string::npos;
+      INFO("round " << r << (late ? "'s move to the GPU was enqueued after its kernel: the kernel ran on pages still "
+                                    "on the host, faulting them over, and the move came after it"
+                                  : " has no move to the GPU before its kernel")
+           << ": enqueue prefetch_to_gpu before launch_gpu_step, on lane.stream (step 4; ./lab hint 03)");
+      CHECK(round.substr(0, k).find('G') != std::string::npos);
+    }
+    {
+      const std::size_t next_kernel = order.find('K', h);
+      const bool after = order.substr(h, next_kernel == std::string::npos ? std::string::npos : next_kernel - h)
+                             .find('C') != std::string::npos;
+      INFO("round " << r << (after ? "'s move back to the host was enqueued after the host function that lets the "
+                                     "host touch lane.data: the data is still moving while the host step reads and "
+                                     "writes it, and the host's faults race the prefetch"
+                                   : " has no move back to the host between its kernel and its host function")
+           << ": enqueue prefetch_to_cpu after the kernel and before the host function (step 4; ./lab hint 03)");
+      CHECK(round.find('C', k) != std::string::npos);
+    }
+    start = h + 1;
+  }
+  const auto want = f.after_rounds(rounds);
+  const auto r = cml::compare_exact(f.data.data(), want.data(), want.size());
+  INFO(r.describe() << " (step 4)");
+  CHECK(r.ok);
+}
+
+TEST_CASE("step 4: with several lanes in one process, each lane prefetches its own whole buffer on its own stream",
+          "[ch03][step4][mechanism]") {
+  require_concurrent_access();
+  CML_REQUIRE_TRACING();
+  ManyLanes m(40);
+  const int rounds = 2;
+  cml::api::Recorder recorder;
+  const auto errors = m.run(rounds);
+  const auto calls = recorder.stop();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CML_REQUIRE_API_OK(calls);
+  const auto lane_of = m.threads(calls);
+  std::vector<std::size_t> to_gpu(m.lanes.size(), 0), to_host(m.lanes.size(), 0);
+  for (const auto& c : calls.calls) {
+    if (cml::test::base_name(c.name) != "cudaMemPrefetchAsync") continue;
+    const auto it = lane_of.find(c.thread);
+    if (it == lane_of.end()) continue;  // not a lane's thread
+    const std::size_t t = it->second;
+    const ch03::Lane& lane = m.lanes[t]->lane;
+    (c.location.type == cudaMemLocationTypeDevice ? to_gpu : to_host)[t]++;
+    {
+      INFO(m.describe(t) << " prefetched " << m.owner(c.ptr) << "'s buffer: move lane.data, the buffer of the lane "
+           "you were given, not one kept from an earlier call (step 4; ./lab hint 03)");
+      CHECK(c.ptr == lane.data);
+    }
+    {
+      INFO(m.describe(t) << " enqueued a prefetch on " << m.owner(c.stream) << "'s stream: a stream kept from an "
+           "earlier call is another lane's, and orders the move with that lane's work, not this one's (step 4; "
+           "./lab hint 03)");
+      CHECK(c.stream == lane.stream);
+    }
+    INFO(m.describe(t) << " prefetched " << c.bytes << " bytes of its " << lane.n * sizeof(unsigned) << ": the "
+         "length is this lane's, lane.n * sizeof(unsigned), not one kept from an earlier call (step 4; ./lab hint 03)");
+    CHECK(c.bytes == lane.n * sizeof(unsigned));
+  }
+  for (std::size_t t = 0; t < m.lanes.size(); ++t) {
+    INFO(m.describe(t) << " prefetched its buffer to the GPU " << to_gpu[t] << " time(s) and to the host "
+         << to_host[t] << " time(s) in " << rounds << " rounds: once each way per round, for every lane (step 4)");
+    CHECK(to_gpu[t] == static_cast<std::size_t>(rounds));
+    CHECK(to_host[t] == static_cast<std::size_t>(rounds));
+  }
+  m.check_results(errors, rounds, "step 4");
 }
 
 // The table's owner (this test, as the program's main) advises it once, then starts the

@@ -8,11 +8,13 @@
 //   build/tests/test_ch04_solution "[.measure]"   the bars' correct side (and step 1's mistake), five runs
 #include "coalescing.cuh"
 #include "api_calls.hpp"
+#include "enqueue_only.hpp"
 #include "integrity.hpp"
 #include "gpu.hpp"
 #include "jitter.hpp"
 #include "harness.hpp"
 #include "kernel_sass.hpp"
+#include "launch_geometry.hpp"
 #include "ncu_evidence.hpp"
 
 #include "cml/buffers.hpp"
@@ -26,6 +28,7 @@
 #include "cml/verify.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -59,9 +62,10 @@ using cml::test::jitter;  // sizes no code can special-case
 // that loops, or a launch that covers the array.
 std::size_t one_pass_threads() { return static_cast<std::size_t>(ch04::grid_for(~std::size_t{0} >> 8)) * 256; }
 
-// The copy's kernels as CUPTI saw them: the launcher must run the named kernel, once, and
-// nothing else (no cudaMemcpy, no memset, no helper kernel). "" when so.
-// `ran`, when given, receives the name CUPTI recorded for the kernel.
+// The copy's kernels as CUPTI saw them: the launcher must run the named kernel, once, on
+// the stream it is given, and nothing else (no cudaMemcpy, no memset, no helper kernel, no
+// work on another stream). "" when so. `ran`, when given, receives the name CUPTI recorded
+// for the kernel.
 std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)>& launch,
                       std::string* ran_name = nullptr) {
   cml::Stream s;
@@ -71,6 +75,12 @@ std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)
   s.synchronize();
   const auto t = recorder.stop();
   if (!t.ok) return "the CUPTI trace failed, so the kernel that ran cannot be checked: " + t.error;
+  // First: a kernel on another stream is the one a reader of `stream` (a copy back, the
+  // speed bar's events) is not ordered after.
+  if (const std::string elsewhere = cml::test::work_elsewhere(t, s); !elsewhere.empty())
+    return "the launcher's work must run on the stream it is given (coalescing.cuh), but " + elsewhere +
+           ": launch with <<<grid, block, 0, stream>>>, or the caller's copies and timings on `stream` do not wait "
+           "for your kernel";
   std::string ran;
   std::size_t named = 0;
   for (const auto& k : t.kernels) {
@@ -92,6 +102,67 @@ std::size_t large_n() {
   std::size_t bytes = std::max<std::size_t>(256u << 20, 4 * d.l2_bytes);
   while (3 * bytes > d.free_bytes && bytes > (16u << 20)) bytes /= 2;
   return bytes / 4;
+}
+
+// ---- The launchers' grids (coalescing.cuh, "What every launcher of steps 1-4 does") ------
+// A launch is held to them at sizes where grid_for's cap does not hide a grid sized for the
+// wrong count: below one pass of its full grid, a grid for n / 4 or 4 n elements differs
+// from one for n; above it, every such grid_for gives the same capped grid.
+
+// What a launcher's grid must cover: at least `least` work items with a thread each (up to
+// grid_for's full grid), and no more blocks than `most` items need.
+struct GridRule {
+  const char* launcher;  // "copy_coalesced"
+  const char* items;     // what n counts: "floats", "particles"
+  const char* per;       // what a thread is for: "one thread per float"
+  const char* advice;    // the grid the hints give, and the step
+  std::function<std::uint64_t(std::size_t)> least, most;
+};
+
+// "" when the launch `k` of `rule.launcher` over n items keeps the rule; else the mistake,
+// in numbers.
+std::string grid_error(const GridRule& rule, const cml::trace::KernelRecord& k, std::size_t n) {
+  using cml::test::volume;
+  const std::uint64_t blocks = volume(k.grid), per_block = volume(k.block), threads = blocks * per_block;
+  const std::uint64_t full = one_pass_threads();
+  const std::uint64_t least = std::min<std::uint64_t>(rule.least(n), full);
+  const std::uint64_t most = cml::test::blocks_for(rule.most(n), per_block);
+  const std::string yours = std::string(rule.launcher) + " on n = " + std::to_string(n) + " " + rule.items +
+                            ": your grid has " + std::to_string(blocks) + " blocks of " + std::to_string(per_block) +
+                            " threads (" + std::to_string(threads) + " threads)";
+  const auto times = [](std::uint64_t a, std::uint64_t b) {
+    return cml::fixed(static_cast<double>(a) / static_cast<double>(b), 1);
+  };
+  if (!cml::test::one_dimensional(k.grid) || !cml::test::one_dimensional(k.block))
+    return yours + ", " + cml::test::geometry_text(k) + "; the contract wants a 1-D grid of 1-D blocks: " + rule.advice;
+  if (blocks > most)
+    return yours + "; the contract wants at most " + std::to_string(most) + " blocks of " + std::to_string(per_block) +
+           " threads for " + std::to_string(rule.most(n)) + " work items (" + rule.per + ", no block without work): " +
+           times(blocks, most) + "x too many blocks. Is the grid sized for bytes, or for another element's size? " +
+           rule.advice;
+  if (threads < least)
+    return yours + "; the contract wants at least " + std::to_string(least) + " threads (" +
+           (least < full ? std::string(rule.per) : "grid_for's full grid: every SM busy") + "): " +
+           times(least, threads) + "x too few threads, and SMs idle while the work would fill them. Is the grid "
+           "sized for fewer items (n / 4, n / 32) than there are? " + rule.advice;
+  return "";
+}
+
+// At each size, `launched(n)` (the launcher over fresh buffers of n items, through
+// cml::test::launched_kernel) and its one kernel's grid held to the rule.
+void check_grid(const GridRule& rule, std::initializer_list<std::size_t> sizes,
+                const std::function<cml::test::Launched(std::size_t)>& launched) {
+  for (const std::size_t n : sizes) {
+    CAPTURE(n);
+    const cml::test::Launched l = launched(n);
+    {
+      INFO(rule.launcher << " on n = " << n << ": " << l.error);
+      REQUIRE(l.error.empty());
+    }
+    const std::string err = grid_error(rule, l.kernel, n);
+    INFO(err);
+    CHECK(err.empty());
+  }
 }
 
 // For each n: runs `launch(in, out, n, stream)` over fresh arrays and checks out[i] ==
@@ -174,7 +245,7 @@ TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04
   check_elementwise({1, 37, jitter((1u << 20) + 3), jitter(beyond)}, ch04::copy_coalesced, [](float x) { return x; });
 }
 
-TEST_CASE("step 1: the copy runs in copy_coalesced_kernel", "[ch04][step1][mechanism]") {
+TEST_CASE("step 1: copy_coalesced runs copy_coalesced_kernel alone, on the stream it is given", "[ch04][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(1u << 20);
@@ -183,6 +254,22 @@ TEST_CASE("step 1: the copy runs in copy_coalesced_kernel", "[ch04][step1][mecha
       runs_only("copy_coalesced_kernel", [&](cudaStream_t s) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, s); });
   INFO(why << " (step 1)");
   CHECK(why.empty());
+}
+
+TEST_CASE("step 1: copy_coalesced's grid fills the GPU with no block left without work, at sizes grid_for's cap does not hide",
+          "[ch04][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  const std::size_t full = one_pass_threads();
+  const GridRule rule{"copy_coalesced", "floats", "one thread per float",
+                      "grid_for(n) blocks of 256 threads is such a grid (step 1; ./lab hint 04)",
+                      [](std::size_t n) { return std::uint64_t{n}; }, [](std::size_t n) { return std::uint64_t{n}; }};
+  check_grid(rule, {jitter(2000), jitter(full / 3), jitter(3 * full)}, [](std::size_t n) {
+    const ch04::Arrays a(n);
+    return cml::test::launched_kernel("copy_coalesced_kernel", [&](cudaStream_t s) {
+      ch04::copy_coalesced(a.in.data(), a.out.data(), n, s);
+    });
+  });
 }
 
 TEST_CASE("step 1: copy_coalesced keeps more loads in flight than the plain grid-stride loop", "[ch04][step1][perf]") {
@@ -216,7 +303,7 @@ TEST_CASE("step 2: copy_vectorized copies every element, tails included", "[ch04
                     "that covers the array: step 2)");
 }
 
-TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what runs",
+TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what runs, on the stream it is given",
           "[ch04][step2][mechanism]") {
   cml::test::device();
   CML_KERNEL_SASS(f, "copy_vectorized_kernel");
@@ -250,6 +337,25 @@ TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruct
   CHECK((bare(ran) == bare(f->name) || ran == f->mangled));
 }
 
+TEST_CASE("step 2: copy_vectorized's grid has at most a thread per float4 and per tail float, and fills the GPU",
+          "[ch04][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  const std::size_t full = one_pass_threads();
+  // Sizes in floats: n / 4 groups below, near and past one pass of grid_for's full grid.
+  const GridRule rule{"copy_vectorized", "floats", "one thread per float4 group and per tail float",
+                      "a covering grid has (n / 4 + n % 4 + 255) / 256 blocks of 256, a loop over the groups "
+                      "grid_for(n / 4) (step 2; ./lab hint 04)",
+                      [](std::size_t n) { return std::uint64_t{n / 4}; },
+                      [](std::size_t n) { return std::uint64_t{n / 4 + n % 4}; }};
+  check_grid(rule, {jitter(8000), jitter(4 * full / 3), jitter(12 * full)}, [](std::size_t n) {
+    const ch04::Arrays a(n);
+    return cml::test::launched_kernel("copy_vectorized_kernel", [&](cudaStream_t s) {
+      ch04::copy_vectorized(a.in.data(), a.out.data(), n, s);
+    });
+  });
+}
+
 // ---- Step 3 ------------------------------------------------------------------------------
 
 TEST_CASE("step 3: advance_soa moves every particle exactly as the records version", "[ch04][step3][correctness]") {
@@ -268,7 +374,7 @@ TEST_CASE("step 3: advance_soa moves every particle exactly as the records versi
   }
 }
 
-TEST_CASE("step 3: the update runs in advance_soa_kernel, on the GPU", "[ch04][step3][mechanism]") {
+TEST_CASE("step 3: advance_soa runs advance_soa_kernel alone, on the stream it is given", "[ch04][step3][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(100003);
@@ -277,6 +383,22 @@ TEST_CASE("step 3: the update runs in advance_soa_kernel, on the GPU", "[ch04][s
       runs_only("advance_soa_kernel", [&](cudaStream_t s) { ch04::advance_soa(p.soa, n, 0.5f, s); });
   INFO(why << " (step 3)");
   CHECK(why.empty());
+}
+
+TEST_CASE("step 3: advance_soa's grid fills the GPU with no block left without a particle, at sizes grid_for's cap does not hide",
+          "[ch04][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  const std::size_t full = one_pass_threads();
+  const GridRule rule{"advance_soa", "particles", "one thread per particle",
+                      "grid_for(n) blocks of 256 threads, as step 1's copy (step 3; ./lab hint 04)",
+                      [](std::size_t n) { return std::uint64_t{n}; }, [](std::size_t n) { return std::uint64_t{n}; }};
+  check_grid(rule, {jitter(2000), jitter(full / 3), jitter(3 * full)}, [](std::size_t n) {
+    const ch04::Particles p(n);
+    return cml::test::launched_kernel("advance_soa_kernel", [&](cudaStream_t s) {
+      ch04::advance_soa(p.soa, n, 0.5f, s);
+    });
+  });
 }
 
 TEST_CASE("step 3: the arrays version is much faster than the records version", "[ch04][step3][perf]") {
@@ -303,7 +425,7 @@ TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch
                     [](float x) { return x * 3.0f; });
 }
 
-TEST_CASE("step 4: scale runs in scale_kernel, on the GPU", "[ch04][step4][mechanism]") {
+TEST_CASE("step 4: scale runs scale_kernel alone, on the stream it is given", "[ch04][step4][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(1u << 20);
@@ -312,6 +434,23 @@ TEST_CASE("step 4: scale runs in scale_kernel, on the GPU", "[ch04][step4][mecha
       "scale_kernel", [&](cudaStream_t s) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s); });
   INFO(why << " (step 4)");
   CHECK(why.empty());
+}
+
+TEST_CASE("step 4: scale's grid fills the GPU with no block left without work, at sizes grid_for's cap does not hide",
+          "[ch04][step4][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  const std::size_t full = one_pass_threads();
+  const GridRule rule{"scale", "floats", "one thread per float",
+                      "grid_for(n) blocks of 256 threads, thread t taking elements t, t + T, t + 2T, ... (step 4; "
+                      "./lab hint 04)",
+                      [](std::size_t n) { return std::uint64_t{n}; }, [](std::size_t n) { return std::uint64_t{n}; }};
+  check_grid(rule, {jitter(2000), jitter(full / 3), jitter(3 * full)}, [](std::size_t n) {
+    const ch04::Arrays a(n);
+    return cml::test::launched_kernel("scale_kernel", [&](cudaStream_t s) {
+      ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s);
+    });
+  });
 }
 
 // scale moves the same bytes as the chapter's own one-float-per-thread coalesced copy

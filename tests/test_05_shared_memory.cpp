@@ -14,6 +14,7 @@
 #include "gpu.hpp"
 #include "integrity.hpp"
 #include "kernel_sass.hpp"
+#include "launch_geometry.hpp"
 #include "ncu_evidence.hpp"
 #include "sanitizer_target.hpp"
 #include "speed_bar.hpp"
@@ -27,10 +28,13 @@
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 CML_INTEGRITY_CASE(05, "05_shared_memory")
@@ -92,6 +96,66 @@ void check_enqueues_only(TransposeFn fn, const char* name) {
                            [&](cudaStream_t s) { fn(in.data(), out.data(), rows, cols, s); }, kernels,
                            "shared_memory.cuh: each function only enqueues its kernel on `stream`; an empty matrix "
                            "enqueues nothing");
+  }
+}
+
+// The tile's side T of a step 1-3 kernel, read from its static shared memory as the
+// program's bank model reads it; 0 when it cannot be read (no cuobjdump, another layout).
+int tile_side_of(const char* kernel) {
+  try {
+    const auto f = cml::test::kernel_sass(kernel);
+    int side = 0, pitch = 0;
+    if (f && ch05::tile_from_static_shared(f->resources.shared, side, pitch)) return side;
+  } catch (const cml::Skip&) {
+  }
+  return 0;
+}
+
+// Steps 1-3's grid (shared_memory.cuh): one block of 32 x 8 threads per T x T tile of the
+// matrix, in any arrangement of the blocks; T read from the kernel's static shared memory
+// (where it cannot be, a grid for 32 x 32 or for 64 x 64 tiles counts). Whole and ragged
+// shapes, tall and wide, where a grid counted in the block's 8 rows, rounded up once too
+// often or with rows for cols differs from the tiles' count. Call from a [mechanism] case,
+// after CML_REQUIRE_TRACING().
+void check_tile_grid(TransposeFn fn, const char* name, const char* kernel, const char* step) {
+  cml::test::device();
+  const int side = tile_side_of(kernel);
+  for (const auto& [rows, cols] : {std::pair<int, int>{256, 96}, {200, 136}, {33, 1000}}) {
+    CAPTURE(rows, cols);
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    cml::DeviceBuffer<float> in(n), out(n);
+    const cml::test::Launched l =
+        cml::test::launched_kernel(kernel, [&](cudaStream_t s) { fn(in.data(), out.data(), rows, cols, s); });
+    {
+      INFO(name << " on " << rows << " x " << cols << ": " << l.error << " (" << step << ")");
+      REQUIRE(l.error.empty());
+    }
+    const auto tiles = [&](int side) {
+      return cml::test::blocks_for(static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(side)) *
+             cml::test::blocks_for(static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(side));
+    };
+    const std::uint64_t blocks = cml::test::volume(l.kernel.grid);
+    const std::uint64_t most = tiles(side > 0 ? side : ch05::kTile), least = tiles(side > 0 ? side : 2 * ch05::kTile);
+    const bool block_ok = l.kernel.block == std::array<std::int32_t, 3>{ch05::kTile, ch05::kBlockRows, 1};
+    std::string why;
+    if (!block_ok)
+      why = "the block is 32 x 8 threads (kTile x kBlockRows): thread (tx, ty) moves rows ty, ty + 8, ... of a "
+            "32-wide strip of the tile";
+    else if (blocks > most)
+      why = "too many blocks: the blocks past the matrix's tiles have no work. Count the tiles with the tile's side T "
+            "(not the block's 8 rows), rounding up once: (rows + T - 1) / T of them down, (cols + T - 1) / T across";
+    else if (blocks != most && blocks != least)
+      why = "too few blocks: a tile with no block is never written. One block per tile: (rows + T - 1) / T of them "
+            "down, (cols + T - 1) / T across";
+    const std::string want =
+        side > 0 ? std::to_string(most) + " blocks for its " + std::to_string(side) + " x " + std::to_string(side) +
+                       " tiles (T read from the kernel's static shared memory)"
+                 : std::to_string(most) + " blocks for 32 x 32 tiles, or " + std::to_string(least) + " for 64 x 64";
+    INFO(name << " on " << rows << " x " << cols << ": your grid has " << blocks << " blocks ("
+         << cml::test::dims_text(l.kernel.grid) << ") of " << cml::test::dims_text(l.kernel.block)
+         << " threads; the contract wants one block of 32 x 8 threads per tile of the matrix, in any arrangement: "
+         << want << ". " << why << " (" << step << "; ./lab hint 05)");
+    CHECK(why.empty());
   }
 }
 
@@ -268,6 +332,11 @@ TEST_CASE("step 1: transpose_tiled only enqueues one kernel on its stream", "[ch
   check_enqueues_only(ch05::transpose_tiled, "transpose_tiled");
 }
 
+TEST_CASE("step 1: transpose_tiled launches one block of 32 x 8 threads per tile of the matrix", "[ch05][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_tile_grid(ch05::transpose_tiled, "transpose_tiled", "transpose_tiled_kernel", "step 1");
+}
+
 TEST_CASE("step 1: transpose_tiled_kernel stages the tile in shared memory behind a barrier", "[ch05][step1][mechanism]") {
   cml::test::device();
   CML_KERNEL_SASS(f, "transpose_tiled_kernel");
@@ -306,6 +375,11 @@ TEST_CASE("step 2: transpose_padded only enqueues one kernel on its stream", "[c
   check_enqueues_only(ch05::transpose_padded, "transpose_padded");
 }
 
+TEST_CASE("step 2: transpose_padded launches one block of 32 x 8 threads per tile of the matrix", "[ch05][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_tile_grid(ch05::transpose_padded, "transpose_padded", "transpose_padded_kernel", "step 2");
+}
+
 TEST_CASE("step 2: transpose_padded_kernel's shared accesses have no bank conflict (ncu)", "[ch05][step2][mechanism][profile]") {
   check_no_conflicts("transpose_padded_kernel", "step 2",
                      "a column of an unpadded 32 x 32 tile lies in one bank; pad each row by one float "
@@ -333,6 +407,11 @@ TEST_CASE("step 3: transpose_swizzled transposes square, non-square and ragged m
 TEST_CASE("step 3: transpose_swizzled only enqueues one kernel on its stream", "[ch05][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   check_enqueues_only(ch05::transpose_swizzled, "transpose_swizzled");
+}
+
+TEST_CASE("step 3: transpose_swizzled launches one block of 32 x 8 threads per tile of the matrix", "[ch05][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_tile_grid(ch05::transpose_swizzled, "transpose_swizzled", "transpose_swizzled_kernel", "step 3");
 }
 
 TEST_CASE("step 3: transpose_swizzled_kernel has no bank conflict and no pad (ncu)", "[ch05][step3][mechanism][profile]") {

@@ -18,11 +18,13 @@
 #include "gpu.hpp"
 #include "integrity.hpp"
 #include "kernel_sass.hpp"
+#include "launch_geometry.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
+#include "cml/table.hpp"
 #include "cml/timing.hpp"
 #include "cml/trace.hpp"
 #include "cml/verify.hpp"
@@ -228,7 +230,7 @@ TEST_CASE("step 1: fir_registers filters every shape exactly", "[ch06][step1][co
 TEST_CASE("step 1: fir_registers only enqueues its kernel, with fir_grid and kFirBlock", "[ch06][step1][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  cml::DeviceBuffer<float> in(64 * 96), out(64 * 96);
+  cml::DeviceBuffer<float> in(333 * 1000), out(333 * 1000);
   const auto taps = ch06::fir_taps();
   for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}})
     CML_CHECK_ENQUEUE_ONLY("fir_registers on " + std::to_string(rows) + " x " + std::to_string(cols),
@@ -236,12 +238,19 @@ TEST_CASE("step 1: fir_registers only enqueues its kernel, with fir_grid and kFi
                              ch06::fir_registers(in.data(), out.data(), r, c, taps, s);
                            }),
                            kernels, kEnqueuePromise);
-  const auto e = watch([&](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), 64, 96, taps, s); });
-  CML_REQUIRE_TRACE_OK(e.trace);
-  const auto shape = launch_shape(e.trace);
-  INFO("fir_registers on 64 x 96 launched " << shape << "; want " << shape_text(ch06::fir_grid(64, 96), ch06::kFirBlock)
-       << " (memory_spaces.cuh: the grid is fir_grid, kFirBlock threads a block; step 1)");
-  CHECK((shape.empty() || shape == shape_text(ch06::fir_grid(64, 96), ch06::kFirBlock)));
+  // One block each way, and a ragged shape of several blocks each way: a grid for kTaps rows
+  // a block, or with rows and cols swapped, differs from fir_grid at one or the other.
+  for (const auto& [rows, cols] : {std::pair<int, int>{64, 96}, {333, 1000}}) {
+    const auto e = watch([&, r = rows, c = cols](cudaStream_t s) {
+      ch06::fir_registers(in.data(), out.data(), r, c, taps, s);
+    });
+    CML_REQUIRE_TRACE_OK(e.trace);
+    const auto shape = launch_shape(e.trace);
+    const auto want = shape_text(ch06::fir_grid(rows, cols), ch06::kFirBlock);
+    INFO("fir_registers on " << rows << " x " << cols << " launched " << shape << "; want " << want
+         << " (memory_spaces.cuh: the grid is fir_grid, kFirBlock threads a block; step 1)");
+    CHECK((shape.empty() || shape == want));
+  }
 }
 
 TEST_CASE("step 1: fir_registers_kernel keeps its window in registers (resources, SASS)", "[ch06][step1][mechanism]") {
@@ -349,6 +358,38 @@ TEST_CASE("step 2: mix_constant only enqueues its kernel", "[ch06][step2][mechan
                            kEnqueuePromise);
 }
 
+// A size of whole 256-thread blocks among them: a grid rounded up once too often shows there.
+TEST_CASE("step 2: mix_constant launches one thread per pixel, in a 1-D grid of just enough blocks", "[ch06][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  cml::test::device();
+  for (const int n : {1000, 4096, 99999}) {
+    const std::size_t total = static_cast<std::size_t>(n) * ch06::kChannels;
+    cml::DeviceBuffer<float> in(total), out(total);
+    const cml::test::Launched l = cml::test::launched_kernel(
+        "mix_constant_kernel", [&](cudaStream_t s) { ch06::mix_constant(in.data(), out.data(), n, s); });
+    {
+      INFO("mix_constant with n = " << n << ": " << l.error << " (step 2)");
+      REQUIRE(l.error.empty());
+    }
+    const std::uint64_t blocks = cml::test::volume(l.kernel.grid), per_block = cml::test::volume(l.kernel.block);
+    const std::uint64_t want = cml::test::blocks_for(static_cast<std::uint64_t>(n), per_block);
+    std::string why;
+    if (!cml::test::one_dimensional(l.kernel.grid) || !cml::test::one_dimensional(l.kernel.block))
+      why = "a 1-D grid of 1-D blocks: the pixels are one row of n";
+    else if (blocks > want)
+      why = cml::fixed(static_cast<double>(blocks) / static_cast<double>(want), 1) + "x too many blocks: the "
+            "threads past pixel n - 1 have no work (one thread per output value, the starter's launch, is 16 n "
+            "threads; now each thread computes all 16 outputs of its pixel)";
+    else if (blocks < want)
+      why = "too few blocks: pixels past the grid's last thread get none";
+    INFO("mix_constant with n = " << n << ": your grid has " << blocks << " blocks ("
+         << cml::test::dims_text(l.kernel.grid) << ") of " << per_block << " threads (" << cml::test::dims_text(l.kernel.block) << "); the contract wants "
+         "one thread per pixel, (n + " << per_block << " - 1) / " << per_block << " = " << want << " blocks of "
+         << per_block << ": " << why << " (step 2; ./lab hint 06)");
+    CHECK(why.empty());
+  }
+}
+
 TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per warp (SASS)", "[ch06][step2][mechanism]") {
   CML_KERNEL_SASS(k, "mix_constant_kernel");
   const std::string err = step2_code_error(*k);
@@ -402,23 +443,28 @@ TEST_CASE("step 3: rotate_texture only enqueues its kernel, with rotate_grid", "
   CML_REQUIRE_TRACING();
   cml::test::device();
   cml::Stream s;
-  const ch06::PitchedImage image(64, 48, s);
+  const ch06::PitchedImage image(200, 77, s);  // its corner, 64 x 48, for the smaller shapes
   s.synchronize();
   const ch06::TextureObject tex(ch06::create_rotation_texture(image.image()));
-  cml::DeviceBuffer<float> out(64 * 48);
+  cml::DeviceBuffer<float> out(200 * 77);
   for (const auto& [w, h, kernels] : {std::tuple<int, int, std::size_t>{64, 48, 1}, {0, 48, 0}, {64, 0, 0}}) {
     const ch06::Image img{image.image().data, image.image().pitch_bytes, w, h};
     CML_CHECK_ENQUEUE_ONLY("rotate_texture on " + std::to_string(w) + " x " + std::to_string(h),
                            ([&, img](cudaStream_t x) { ch06::rotate_texture(tex.t, img, 0.5f, out.data(), x); }),
                            kernels, kEnqueuePromise);
   }
-  const auto e = watch([&](cudaStream_t x) { ch06::rotate_texture(tex.t, image.image(), 0.5f, out.data(), x); });
-  CML_REQUIRE_TRACE_OK(e.trace);
-  const auto shape = launch_shape(e.trace);
-  const auto want = shape_text(ch06::rotate_grid(64, 48), dim3(ch06::kRotateBlockX, ch06::kRotateBlockY));
-  INFO("rotate_texture on 64 x 48 launched " << shape << "; want " << want
-       << " (memory_spaces.cuh: every rotation launches rotate_grid, 32 x 8 threads; step 3)");
-  CHECK((shape.empty() || shape == want));
+  // Whole blocks across, and a ragged image of several blocks each way, wider than high: a
+  // grid with width and height swapped, or of 32 x 32-pixel blocks, differs from rotate_grid.
+  for (const auto& [w, h] : {std::pair<int, int>{64, 48}, {200, 77}}) {
+    const ch06::Image img{image.image().data, image.image().pitch_bytes, w, h};
+    const auto e = watch([&, img](cudaStream_t x) { ch06::rotate_texture(tex.t, img, 0.5f, out.data(), x); });
+    CML_REQUIRE_TRACE_OK(e.trace);
+    const auto shape = launch_shape(e.trace);
+    const auto want = shape_text(ch06::rotate_grid(w, h), dim3(ch06::kRotateBlockX, ch06::kRotateBlockY));
+    INFO("rotate_texture on " << w << " x " << h << " launched " << shape << "; want " << want
+         << " (memory_spaces.cuh: every rotation launches rotate_grid, 32 x 8 threads; step 3)");
+    CHECK((shape.empty() || shape == want));
+  }
 }
 
 TEST_CASE("step 3: the rotation's texture is over the image, filters linearly and reads 0 outside it",

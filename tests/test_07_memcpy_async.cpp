@@ -68,7 +68,15 @@ void check_sums_on_every_case(SumFn fn, bool staged, const char* step) {
         // The large cases run three times: a read before the copy landed may go unseen once.
         const int reps = k.n > (1u << 20) ? 3 : 1;
         std::string err;
-        for (int r = 0; r < reps && err.empty(); ++r) err = sums_error(fn, k.n, k.blocks, compute, stages);
+        try {
+          for (int r = 0; r < reps && err.empty(); ++r) err = sums_error(fn, k.n, k.blocks, compute, stages);
+        } catch (const cml::CudaError& e) {
+          // A fault ends the process's CUDA context: no later case could run.
+          FAIL("n = " << k.n << " (" << k.what << "), compute " << compute << ", stages " << stages << ": the kernel "
+               "faulted: " << e.what() << " — a copy read outside the array (past in[n - 1]: a whole tile copied "
+               "for the short last one, a slot past the block's last tile fetched) or wrote outside its shared "
+               "buffer (" << step << "; ./lab hint 07)");
+        }
         if (!err.empty()) stage_failed[static_cast<std::size_t>(stages)] = true;
         std::string advice;
         if (!err.empty() && staged && stages == 3 && !stage_failed[1] && !stage_failed[2])
@@ -211,9 +219,22 @@ TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multi
   check_sums_on_every_case(ch07::sum_cg, false, "step 1");
 }
 
+TEST_CASE("step 1: sum_cg reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step1][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_cg, "sum_cg", 1, ch07::make_job,
+                                     "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
+                                     "s.count bytes (tile_span), whatever compute_tile then reads (step 1; ./lab hint 07)");
+}
+
 TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_cg, "sum_cg", 1, ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 1: sum_cg launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step1][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_cg, "sum_cg", "sum_cg_kernel", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 1: sum_cg_kernel copies the tile asynchronously, not through registers (SASS)", "[ch07][step1][mechanism]") {
@@ -236,9 +257,22 @@ TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not 
   check_sums_on_every_case(ch07::sum_barrier, false, "step 2");
 }
 
+TEST_CASE("step 2: sum_barrier reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step2][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job,
+                                     "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
+                                     "s.count bytes (tile_span) (step 2; ./lab hint 07)");
+}
+
 TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][step2][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 2: sum_barrier launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_barrier, "sum_barrier", "sum_barrier_kernel", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 2: sum_barrier_kernel's copies complete on a barrier in shared memory (SASS)", "[ch07][step2][mechanism]") {
@@ -266,9 +300,23 @@ TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count,
   cml::test::check_stage_range(ch07::sum_pipeline, "sum_pipeline", ch07::make_job, "memcpy_async.cuh");
 }
 
+TEST_CASE("step 3: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step3][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_pipeline, "sum_pipeline", ch07::kMaxStages, ch07::make_job,
+                                     "a fetch of a slot past the block's last tile copies nothing (t < tiles), and "
+                                     "the short last tile copies its count words only — still committing, in every "
+                                     "thread (step 3; ./lab hint 07)");
+}
+
 TEST_CASE("step 3: sum_pipeline only enqueues one kernel on its stream", "[ch07][step3][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3, ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 3: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not through registers (SASS)", "[ch07][step3][mechanism]") {
@@ -340,9 +388,23 @@ TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n n
   cml::test::check_stage_range(ch07::sum_fast, "sum_fast", ch07::make_job, "memcpy_async.cuh");
 }
 
+TEST_CASE("step 4: sum_fast reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step4][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch07::sum_fast, "sum_fast", ch07::kMaxStages, ch07::make_job,
+                                     "a thread whose 16-byte piece lies wholly past the tile's count words copies "
+                                     "nothing, the piece where the array ends copies its 1-3 words one by one, and "
+                                     "a slot past the block's last tile copies nothing (step 4; ./lab hint 07)");
+}
+
 TEST_CASE("step 4: sum_fast only enqueues one kernel on its stream", "[ch07][step4][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_fast, "sum_fast", 3, ch07::make_job, "memcpy_async.cuh");
+}
+
+TEST_CASE("step 4: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step4][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch07::sum_fast, "sum_fast", "sum_fast_kernel", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS)", "[ch07][step4][mechanism]") {

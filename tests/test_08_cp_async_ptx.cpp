@@ -143,6 +143,16 @@ SumOutcome box_sums(const ch08::MatrixCase& mc, int compute, int stages) {
       mc.blocks, [&](const std::vector<Word>& got) { return ch08::check_box_partials(got, want, hm, box_rows); });
 }
 
+// The counts of a kernel's cp.async.wait_group: N of each DEPBAR.LE SB0, N.
+std::vector<int> wait_counts(const cml::sass::Function& f) {
+  static const std::regex depbar(R"(DEPBAR\.LE\s+SB0\s*,\s*0x([0-9a-fA-F]+))");
+  std::vector<int> out;
+  std::smatch m;
+  for (const auto& ins : f.instructions)
+    if (std::regex_search(ins, m, depbar)) out.push_back(std::stoi(m[1].str(), nullptr, 16));
+  return out;
+}
+
 // What to look at when a step's sums fail, from what failed: `ragged` (the array ends
 // inside a 16-byte piece), whether arrays ending on a piece passed, the stage count and
 // whether lower stage counts passed, a stalled wait, a CUDA error.
@@ -154,12 +164,40 @@ struct Failure {
   bool fewer_stages_passed = false;
   bool stalled = false;
   bool crashed = false;
+  // Steps 2 and 3: whether the failing kernel's SASS waits with cp.async.wait_group
+  // stages - 1, the right count (nothing where the SASS could not be read).
+  std::optional<bool> wait_right;
 };
+
+// Whether the kernel `prefix` + stages + ">" waits with cp.async.wait_group stages - 1 at
+// most (DEPBAR.LE SB0, stages - 1); nothing where cuobjdump is missing or the kernel is not there.
+std::optional<bool> waits_right(const std::string& prefix, int stages) {
+  try {
+    const auto f = cml::test::kernel_sass(prefix + std::to_string(stages) + ">");
+    if (!f) return std::nullopt;
+    const auto waits = wait_counts(*f);
+    if (waits.empty()) return false;
+    return *std::max_element(waits.begin(), waits.end()) == stages - 1;
+  } catch (const cml::Skip&) {
+    return std::nullopt;
+  }
+}
 
 std::string step2_advice(const Failure& f) {
   if (f.stages == 3 && f.fewer_stages_passed)
     return "stages 1 and 2 pass and 3 fails: the stage index wraps wrongly — the k-th tile lives in buffer k % stages "
            "for any stages, not k & (stages - 1), the same index to fill and to read";
+  // A wait count that is right (the SASS says so) is not what to change: the groups it
+  // counts, or the stage the next fetch writes, are.
+  if (f.wait_right == true)
+    return "the kernel waits with cp.async.wait_group " + std::to_string(f.stages - 1) + ", the right count for " +
+           std::to_string(f.stages) + " stages (SASS: DEPBAR.LE SB0, " + std::to_string(f.stages - 1) + "), so "
+           "either tile k's copies were not among the groups it waited for, or they landed in a stage still being "
+           "read. Commit one group per tile slot, in every thread, also for the slots past the block's last tile "
+           "(else \"all but the newest stages - 1\" counts other groups at the end); and the fetch at the top of "
+           "iteration k fills stage (k + stages - 1) % stages, the one tile k - 1 used and the barrier after its "
+           "compute freed — never stage k % stages, which this iteration computes on (the index that fills counts "
+           "the tiles fetched, not the loop's k)";
   return "a thread read a tile before all of it landed: with one commit group per tile slot, in every thread even "
          "when it has nothing to copy, and stages - 1 tiles committed ahead, cp.async.wait_group stages - 1 leaves "
          "exactly the tiles not needed yet in flight (more lets tile k's copies still be pending); it covers this "
@@ -235,7 +273,7 @@ constexpr std::size_t kRacecheckMaxWords = std::size_t{1} << 18;
 // one passed on its case.
 template <class CaseT, class Run, class Ragged>
 void check_cases(const std::vector<CaseT>& cases, Run&& run, Ragged&& ragged, const char* what,
-                 std::string (*advice)(const Failure&), const char* step) {
+                 std::string (*advice)(const Failure&), const char* step, const char* kernel_prefix = nullptr) {
   const bool racecheck = cml::test::whole_run_sanitizer() == "racecheck";
   std::vector<const CaseT*> order;
   for (const bool edges : {false, true})
@@ -264,17 +302,21 @@ void check_cases(const std::vector<CaseT>& cases, Run&& run, Ragged&& ragged, co
         }
         if (o.wrong.empty() && o.stalled.empty()) continue;
         f.stalled = !o.stalled.empty();
+        if (kernel_prefix != nullptr) f.wait_right = waits_right(kernel_prefix, stages);
         FAIL(what << " on " << k->what << ", compute " << compute << ", stages " << stages << ": "
                   << (f.stalled ? o.stalled : o.wrong) << " — " << advice(f) << " (" << step << "; ./lab hint 08)");
       }
 }
 
-void check_1d_sums(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
+// `kernel_prefix` ("ch08::sum_pipeline_kernel<"): the kernel whose SASS wait count the
+// advice reads (steps 2 and 3), or null.
+void check_1d_sums(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step,
+                   const char* kernel_prefix) {
   check_cases(
       ch08::sum_cases(), [&](const ch08::Case& k, int compute, int stages) {
         return sums(fn, k.n, k.blocks, compute, stages);
       },
-      [](const ch08::Case& k) { return k.n % 4 != 0; }, name, advice, step);
+      [](const ch08::Case& k) { return k.n % 4 != 0; }, name, advice, step, kernel_prefix);
 }
 
 // The chapter's job without a wait report: what the shared launcher checks build
@@ -285,8 +327,9 @@ Job plain_job(const Word* in, std::size_t n, Word* partial, int blocks, int comp
 
 // What the header promises of every 1D pipeline (steps 2-4): its sums and the stage counts
 // it refuses (and, in a [mechanism] case, check_sum_enqueues_only: one kernel on its stream).
-void check_pipeline(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step) {
-  check_1d_sums(fn, name, advice, step);
+void check_pipeline(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step,
+                    const char* kernel_prefix = nullptr) {
+  check_1d_sums(fn, name, advice, step, kernel_prefix);
   cml::test::check_stage_range(fn, name, plain_job, "cp_async_ptx.cuh");
 }
 
@@ -314,15 +357,6 @@ std::string forms_text(const std::map<std::string, std::size_t>& forms) {
   return s.empty() ? "no LDGSTS" : s;
 }
 
-// The counts of a kernel's cp.async.wait_group: N of each DEPBAR.LE SB0, N.
-std::vector<int> wait_counts(const cml::sass::Function& f) {
-  static const std::regex depbar(R"(DEPBAR\.LE\s+SB0\s*,\s*0x([0-9a-fA-F]+))");
-  std::vector<int> out;
-  std::smatch m;
-  for (const auto& ins : f.instructions)
-    if (std::regex_search(ins, m, depbar)) out.push_back(std::stoi(m[1].str(), nullptr, 16));
-  return out;
-}
 
 // Each opcode somewhere in the kernel's SASS, or the failure "<kernel> has no <opcode><why>
 // (<step>; ./lab hint 08)": the instructions a step's mechanism cannot do without.
@@ -502,6 +536,42 @@ TEST_CASE("step 1: the tile copy lands every byte at every width and cache level
     }
 }
 
+TEST_CASE("step 1: the tile copy reads nothing past the array's end at any width, the array ending at an unmapped page",
+          "[ch08][step1][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  for (const auto& kind : ch08::copy_kinds())
+    for (const auto& k : cml::test::end_guard_cases()) {
+      std::optional<cml::test::EndGuardedInput> in;
+      try {
+        in.emplace(k.n);
+      } catch (const cml::Skip& e) {
+        CML_SKIP(e.what());
+      }
+      const cml::GuardedBuffer<Word> out(std::max<std::size_t>(ch08::tile_count(k.n) * ch08::kTileWords, 1));
+      cml::Stream s;
+      std::vector<Word> got;
+      std::string wrong;
+      const auto fault = cml::test::cuda_fault([&] {
+        ch08::copy_tiles(kind.bytes, kind.cache, in->words.data(), k.n, out.data(), k.blocks, s);
+        wrong = out.read(got, "the last tile", s);
+      });
+      if (fault)
+        FAIL(kind.name << " (" << kind.kernel << ") on " << k.what << " faulted: " << *fault << ". The array ends "
+             "where the mapped memory ends, so a copy read past in[n - 1]: the piece where the array ends reads its "
+             "src_bytes only (cp.async's src-size), and a piece wholly past the end copies 0 bytes from an address "
+             "that is still inside the array (the tile's first word): a zero-byte copy needs a source that exists "
+             "(step 1; ./lab hint 08)");
+      if (wrong.empty()) {
+        got.resize(ch08::tile_count(k.n) * ch08::kTileWords);
+        const auto r = ch08::check_copy(got, ch08::padded_copy(ch08::make_input(k.n)), k.n);
+        if (!r.ok) wrong = r.describe();
+      }
+      INFO(kind.name << " (" << kind.kernel << ") on " << k.what << ", the array ending at an unmapped page: " << wrong
+                     << " (step 1; ./lab hint 08)");
+      REQUIRE(wrong.empty());
+    }
+}
+
 TEST_CASE("step 1: the source's experiment: a thread reads back its own copy without a barrier, another warp's after one",
           "[ch08][step1][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
@@ -644,12 +714,26 @@ TEST_CASE("step 1: the tile copy and the experiment read no shared word before i
 TEST_CASE("step 2: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it",
           "[ch08][step2][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_pipeline(ch08::sum_pipeline, "sum_pipeline", step2_advice, "step 2");
+  check_pipeline(ch08::sum_pipeline, "sum_pipeline", step2_advice, "step 2", "ch08::sum_pipeline_kernel<");
+}
+
+TEST_CASE("step 2: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page",
+          "[ch08][step2][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch08::sum_pipeline, "sum_pipeline", ch08::kMaxStages, plain_job,
+                                     "a slot past the block's last tile copies nothing (t < tiles) but still commits, "
+                                     "and the short last tile copies its count words only (step 2; ./lab hint 08)");
 }
 
 TEST_CASE("step 2: sum_pipeline only enqueues one kernel on its stream", "[ch08][step2][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch08::sum_pipeline, "sum_pipeline", 3, plain_job, "cp_async_ptx.cuh");
+}
+
+TEST_CASE("step 2: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step2][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch08::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, plain_job, "cp_async_ptx.cuh");
 }
 
 TEST_CASE("step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and waits with cp.async.wait_group S - 1 (SASS)",
@@ -682,12 +766,28 @@ TEST_CASE("step 2: 3 stages overlap copies with compute: kStagesOverOne of 1 sta
 TEST_CASE("step 3: sum_fast computes every block's sum at every stage count, n not a multiple of 4",
           "[ch08][step3][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
-  check_pipeline(ch08::sum_fast, "sum_fast", step3_advice, "step 3");
+  check_pipeline(ch08::sum_fast, "sum_fast", step3_advice, "step 3", "ch08::sum_fast_kernel<");
+}
+
+TEST_CASE("step 3: sum_fast reads nothing past the end of the array at any stage count, which ends at an unmapped page",
+          "[ch08][step3][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_reads_stop_at_end(ch08::sum_fast, "sum_fast", ch08::kMaxStages, plain_job,
+                                     "a thread whose 16 bytes lie wholly past the tile's words copies 0 bytes, and "
+                                     "a zero-byte copy still needs a source inside the array — point it at a word "
+                                     "that exists (the tile's first), not at src + 4t past the end; a slot past the "
+                                     "block's last tile copies nothing (step 3; ./lab hint 08)");
 }
 
 TEST_CASE("step 3: sum_fast only enqueues one kernel on its stream", "[ch08][step3][mechanism]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch08::sum_fast, "sum_fast", 3, plain_job, "cp_async_ptx.cuh");
+}
+
+TEST_CASE("step 3: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step3][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_ASYNC_COPIES();
+  cml::test::check_sum_grid(ch08::sum_fast, "sum_fast", "sum_fast_kernel", 3, plain_job, "cp_async_ptx.cuh");
 }
 
 TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only, the tail zero-filled (SASS)",
@@ -747,9 +847,24 @@ TEST_CASE("step 4: sum_bulk computes every block's sum at every stage count, n n
   check_pipeline(ch08::sum_bulk, "sum_bulk", step4_advice, "step 4");
 }
 
+TEST_CASE("step 4: sum_bulk reads nothing past the end of the array at any stage count, which ends at an unmapped page (sm_90)",
+          "[ch08][step4][correctness]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  cml::test::check_reads_stop_at_end(ch08::sum_bulk, "sum_bulk", ch08::kMaxStages, plain_job,
+                                     "the bulk copy moves the tile's bytes rounded down to 16, not a whole tile's "
+                                     "4 KiB: the short last tile is shorter (tile_span), and its last 1-3 words go "
+                                     "another way (step 4; ./lab hint 08)");
+}
+
 TEST_CASE("step 4: sum_bulk only enqueues one kernel on its stream", "[ch08][step4][mechanism]") {
   CML_REQUIRE_HOPPER_COPIES();
   cml::test::check_sum_enqueues_only(ch08::sum_bulk, "sum_bulk", 3, plain_job, "cp_async_ptx.cuh");
+}
+
+TEST_CASE("step 4: sum_bulk launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step4][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_HOPPER_COPIES();
+  cml::test::check_sum_grid(ch08::sum_bulk, "sum_bulk", "sum_bulk_kernel", 3, plain_job, "cp_async_ptx.cuh");
 }
 
 TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing on an mbarrier (SASS)",
@@ -814,6 +929,33 @@ TEST_CASE("step 5: sum_tma only enqueues one kernel on its stream", "[ch08][step
     (void)ch08::tensor_map_for(dm.view, ch08::tma_plan().box_rows);
     CML_CHECK_ENQUEUE_ONLY(std::string("sum_tma on ") + mc.what, [&](cudaStream_t s) { ch08::sum_tma(job, s); }, 1,
                            "cp_async_ptx.cuh: it only enqueues its kernel on `stream`");
+  }
+}
+
+// Fewer blocks than boxes, and more (128 x 1024 is 4 box columns by 128 / box_rows bands).
+TEST_CASE("step 5: sum_tma launches job.blocks blocks of kThreads threads, whatever the box count", "[ch08][step5][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_HOPPER_COPIES();
+  const auto& mc = ch08::matrix_cases()[1];  // 128 x 1024
+  const ch08::HostMatrix hm = ch08::make_matrix(mc.rows, mc.cols, mc.pitch);
+  const ch08::DeviceMatrix dm(hm);
+  const int box_rows = ch08::tma_plan().box_rows;
+  const std::size_t boxes = ch08::box_count(dm.view, box_rows);
+  (void)ch08::tensor_map_for(dm.view, box_rows);  // the driver's entry point looked up before the recording
+  for (const int blocks : {3, 20}) {
+    CAPTURE(blocks);
+    cml::DeviceBuffer<Word> partial(std::max<std::size_t>(64, boxes));  // room for a wrong grid's partials too
+    const auto job = ch08::make_matrix_job(dm.view, partial.data(), blocks, 0, 3);
+    const cml::test::Launched l =
+        cml::test::launched_kernel("sum_tma_kernel", [&](cudaStream_t s) { ch08::sum_tma(job, s); });
+    {
+      INFO("sum_tma with job.blocks = " << blocks << ": " << l.error << " (step 5)");
+      REQUIRE(l.error.empty());
+    }
+    const std::string err = cml::test::sum_grid_error(l.kernel, blocks, boxes, "box");
+    INFO("sum_tma on " << mc.what << ": " << err << " (cp_async_ptx.cuh: every function launches job.blocks blocks "
+         "of kThreads threads; step 5)");
+    CHECK(err.empty());
   }
 }
 

@@ -45,7 +45,9 @@ struct Staging {
 
 // The learner's batched send: enqueue on `stream` everything that makes every piece arrive
 // at its device offset. Only enqueues: nothing waits for the GPU; the caller synchronises.
-// `staging` may be used freely (its previous contents are not needed).
+// `staging` may be used freely (its previous contents are not needed). The pieces cross the
+// bus in the copies: the kernel that scatters them reads device memory (launch_unpack's
+// `packed`), not pinned host memory over the bus.
 void send_batched(const PieceBatch& batch, const Staging& staging, cudaStream_t stream);
 
 // Provided: scatter `count` packed pieces from `packed` (device) to their device offsets.

@@ -45,8 +45,9 @@ enum class IssueOrder {
 
 // Split [0, n) into `chunks` consecutive pieces, chunk 0 first (their sizes are yours to
 // choose: n need not divide, they need not be equal, some may be empty), and give chunk c
-// to streams[c % streams.size()]: its copy in, its kernel, its copy out, issued in
-// `order`. Only enqueues: returns when everything is issued, without waiting for the GPU
+// to streams[c % streams.size()]: its copy in (host_in to device_in), its kernel (reading
+// device_in, writing device_out), its copy out (device_out to host_out), issued in
+// `order`, chunks in increasing c. Only enqueues: returns when everything is issued, without waiting for the GPU
 // (no synchronising call of any kind) and without touching the legacy NULL stream.
 void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std::size_t chunks,
                 IssueOrder order);

@@ -97,8 +97,10 @@ void RoundSignal::wait_for(int round, double timeout_s) {
   const bool signalled = cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return done_ > round; });
   if (!signalled)
     throw cml::CheckFailed("round " + std::to_string(round) + " was never signalled (waited " +
-                           std::to_string(timeout_s) + " s): enqueue RoundSignal::on_gpu_done with "
-                           "cudaLaunchHostFunc on the lane's stream, once per round (step 3)");
+                           std::to_string(timeout_s) + " s; the signal counted " + std::to_string(done_) +
+                           " round(s)): wait_for(r) returns once round r's host function has run — enqueue "
+                           "RoundSignal::on_gpu_done with cudaLaunchHostFunc on the lane's stream, once per round, "
+                           "after the round's GPU work and before waiting for that round; rounds count from 0 (step 3)");
 }
 
 int RoundSignal::done() const {

@@ -77,7 +77,9 @@ void reference_rounds(unsigned* data, std::size_t n, const unsigned* table, std:
 //    lane.stream, which signals `signal` once per round, in order; the thread then waits
 //    with signal.wait_for(round): it makes no blocking CUDA call (no synchronise, no polling
 //    query), does not spin and does not sleep (step 3);
-//  - moves lane.data to the GPU ahead of each kernel and back ahead of each host step.
+//  - moves lane.data to the GPU ahead of each kernel and back ahead of each host step, in
+//    lane.stream's order: the move back is enqueued before the round's host function, so
+//    it is done when the host is told it may touch the data.
 //    Where the device lacks concurrentManagedAccess, prefetch to it is not possible:
 //    run_lane must then still work (step 4). The shared table is not the lane's to advise:
 //    its owner did that once, with advise_table, before any lane started.

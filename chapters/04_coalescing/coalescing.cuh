@@ -9,6 +9,18 @@
 
 namespace ch04 {
 
+// ---- What every launcher of steps 1-4 does ---------------------------------------------------
+// It launches its one kernel (named below) on `stream`, and nothing else, on no other stream:
+// the caller reads the result, and the tests time it, through `stream`. The kernel's grid is
+// 1-D, of 1-D blocks, sized for the launcher's work items (steps 1 and 4: the n floats;
+// step 3: the n particles; step 2: the n / 4 float4 groups, plus the n % 4 floats of the tail):
+//  - it fills the GPU: at least one thread per work item (step 2: per group; the tail may be
+//    copied by threads that also copy a group), or, where there are more work items than
+//    grid_for's largest grid has threads, at least as many threads as that grid;
+//  - no block is without work: at most ceil(work items / threads per block) blocks.
+// grid_for(n) blocks of 256 threads is such a grid for steps 1, 3 and 4; for step 2, a grid
+// that covers the groups and the tail is one, and so is a loop over grid_for(n / 4) blocks.
+
 // ---- Step 1: a coalesced copy -------------------------------------------------------------
 // out[i] = in[i] for i < n, consecutive threads on consecutive elements, over a grid that
 // fills the GPU (grid-stride loop). The kernel must be named copy_coalesced_kernel.

@@ -20,7 +20,10 @@ namespace ch05 {
 // tile[tx + 32h][ty + 8k], for k < T / 8 and h < T / 32 (for T = 32: rows ty, ty + 8,
 // ty + 16, ty + 24, one float each). A larger T (64: 16 elements per thread) is allowed; it
 // measured no faster on an H100 or H200 (docs/05_shared_memory.md, "Speed"). The program's
-// bank model reads T and the pad from the kernel's static shared memory.
+// bank model reads T and the pad from the kernel's static shared memory. One block moves one
+// tile: steps 1-3 launch one block of 32 x 8 threads per T x T tile of the matrix,
+// ceil(rows / T) * ceil(cols / T) blocks, T = 32 or 64, arranged as tile_grid does (2D) or
+// in any other order (a 1D grid, say): no block without a tile, no tile without a block.
 inline constexpr int kTile = 32;
 inline constexpr int kBlockRows = 8;
 

@@ -39,8 +39,9 @@ void fir_registers(const float* in, float* out, int rows, int cols, const Taps& 
 // constant-memory read of the kernel must be one address for the whole warp: in SASS, the
 // user constant bank c[0x3] at immediate offsets (ULDC ... c[0x3][0x40] or an operand
 // c[0x3][0x40]) or at a uniform register's (c[0x3][UR4+0x8]: the same for every lane),
-// never indexed by a per-thread register (LDC R, c[0x3][R]).
-// Kernel name: mix_constant_kernel.
+// never indexed by a per-thread register (LDC R, c[0x3][R]). The launch: one thread per
+// pixel, a 1-D grid of ceil(n / B) 1-D blocks of B threads (B yours), not one thread per
+// output value. Kernel name: mix_constant_kernel.
 inline constexpr int kChannels = 16;
 // set_mix: host, kChannels * kChannels floats, row-major. Synchronous: when it returns, M is
 // in constant memory for kernels launched afterwards on any stream (a non-blocking one too).

@@ -9,8 +9,9 @@
 // work(w, job.compute) for each of its words to its sum, written to job.partial[b] (0 when
 // it has no tile). On the device you may call that header's tile_span, compute_tile,
 // finish_block and sum_through_registers. Every function launches job.blocks blocks of
-// kThreads threads, only enqueues that one kernel on `stream`, and for n == 0 still writes
-// 0 to each partial (job.blocks >= 1 always).
+// kThreads threads, only enqueues that one kernel on `stream`, for n == 0 still writes 0 to
+// each partial (job.blocks >= 1 always), and reads nothing past in[n - 1]: the short last
+// tile is count words long, and a tile past the last one is not there.
 #pragma once
 
 #include "cml/tile_sum.cuh"

@@ -10,7 +10,8 @@
 // compare line by line. Step 5 does the same over a 2D matrix cut into boxes (below).
 //
 // Every function launches job.blocks blocks of kThreads threads and only enqueues that one
-// kernel on `stream` (for n == 0 too). Steps 4 and 5 need compute capability 9.0: their
+// kernel on `stream` (for n == 0 too). None reads past in[n - 1]; a copy of 0 bytes (a
+// piece wholly past the end, zero-filled) still takes its source address inside the array. Steps 4 and 5 need compute capability 9.0: their
 // kernels are built for every target, but the callers check the GPU before launching them.
 #pragma once
 

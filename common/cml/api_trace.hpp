@@ -7,10 +7,17 @@
 // CUPTI allows one callback subscriber per process, and none under compute-sanitizer or
 // ncu: a recorder that could not subscribe says so (ok == false), and its empty list is
 // never evidence that a call was not made.
+//
+// A test can also put its own entries in the list, in order with the calls (mark): e.g.
+// "after_chunk" each time a callback of the code under test runs, so that the calls the
+// code made before and after it can be told apart. And it can ask for the pointers a
+// kernel was launched with (Recorder's `pointers`): what a kernel reads and writes, which
+// the activity trace does not say.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <string>
@@ -19,15 +26,33 @@
 
 namespace cml::api {
 
+// The name of a test's own entry (mark): Call::note holds its text.
+inline constexpr const char* kMark = "cml::api::mark";
+
 struct Call {
-  std::string name;       // "cudaStreamAttachMemAsync", "cudaMemPrefetchAsync", ...
+  std::string name;       // "cudaStreamAttachMemAsync", "cudaMemPrefetchAsync", ... or kMark
   std::thread::id thread;  // the host thread that made it
-  cudaStream_t stream = nullptr;  // for calls that take a stream
-  const void* ptr = nullptr;      // the memory a call is about
-  std::size_t bytes = 0;          // its length (attach: 0 means the whole allocation)
-  unsigned flags = 0;             // cudaStreamAttachMemAsync's flags
+  cudaStream_t stream = nullptr;  // for calls that take a stream (kernel launches, copies, host functions too)
+  const void* ptr = nullptr;      // the memory a call is about: a copy's destination, what is freed or
+                                  // (un)registered, a host function's userData
+  const void* src = nullptr;      // cudaMemcpyAsync's source
+  std::size_t bytes = 0;          // its length (attach: 0 means the whole allocation; a copy's count)
+  unsigned flags = 0;             // cudaStreamAttachMemAsync's / cudaHostRegister's flags
+  int kind = 0;                   // cudaMemcpyAsync's cudaMemcpyKind
   int advice = 0;                 // cudaMemAdvise's advice (a cudaMemoryAdvise)
   cudaMemLocation location{};     // cudaMemPrefetchAsync's / cudaMemAdvise's location
+  std::string symbol;             // a kernel launch: the kernel's (mangled) name; a mark: its text
+  const void* func = nullptr;     // a kernel launch: the kernel's host-side handle
+  std::array<const void*, 4> pointers{};  // a kernel launch asked for in Recorder's `pointers`: its
+                                          // first parameters' values, in order
+};
+
+// Kernels whose pointers a recording keeps: those whose (mangled) name contains `name`,
+// whose first `count` (at most 4) parameters are pointers. The test that asks knows the
+// kernel's signature: a parameter that is not a pointer must not be asked for.
+struct KernelPointers {
+  std::string name;
+  int count = 1;
 };
 
 struct Calls {
@@ -42,7 +67,7 @@ struct Calls {
 // Records from construction to stop(). One at a time per process.
 class Recorder {
  public:
-  Recorder();
+  explicit Recorder(std::vector<KernelPointers> pointers = {});
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
   ~Recorder();
@@ -52,5 +77,9 @@ class Recorder {
   bool active_ = false;
   std::string error_;
 };
+
+// Adds an entry named kMark with `note` to the recording under way, in order with the
+// calls (on whatever thread calls it); nothing when no recording is under way.
+void mark(const std::string& note);
 
 }  // namespace cml::api

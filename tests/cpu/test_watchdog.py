@@ -107,9 +107,9 @@ class Supervisor(unittest.TestCase):
 
     def test_every_case_reports_once(self):
         suite, cases = self.cases()
-        self.assertEqual(len(cases), 10, sorted(cases))
-        self.assertEqual(len(list(suite.iter("testcase"))), 10)
-        self.assertEqual(int(suite.get("tests")), 10)
+        self.assertEqual(len(cases), 12, sorted(cases))
+        self.assertEqual(len(list(suite.iter("testcase"))), 12)
+        self.assertEqual(int(suite.get("tests")), 12)
         failed = [c for c in cases.values() if failure_text(c) is not None]
         self.assertEqual(int(suite.get("failures")) + int(suite.get("errors")), len(failed))
 
@@ -137,6 +137,18 @@ class Supervisor(unittest.TestCase):
         self.assertIn("signal 11 (SIGSEGV", failure_text(self.case("step 5:")))
         self.assertIn("step 5", failure_text(self.case("step 5:")))
 
+    def test_crash_note_names_step_and_cause(self):
+        text = failure_text(self.case("step 11:"))
+        self.assertTrue(text.startswith("step 11 crashed: free_things crashed the process: release them with the "
+                                        "call that matches (step 11)"), text)
+        self.assertIn("signal 11 (SIGSEGV)", text)
+
+    def test_escaped_exception_names_its_message(self):
+        text = failure_text(self.case("step 12:"))
+        self.assertTrue(text.startswith("step 12 crashed: an exception escaped where none may"), text)
+        self.assertIn("the learner's release failed in a destructor", text)
+        self.assertIn("signal 6 (SIGABRT)", text)
+
     def test_sticky_cuda_error(self):
         text = failure_text(self.case("step 6:"))
         self.assertIn("step 6 hit a sticky CUDA error, cudaErrorIllegalAddress", text)
@@ -160,7 +172,8 @@ class Supervisor(unittest.TestCase):
         self.assertEqual(res.first_failure.step, 2)
         states = {s.number: s.state for s in res.steps}
         self.assertEqual(states, {1: "passed", 2: "failed", 3: "failed", 4: "failed", 5: "failed",
-                                  6: "failed", 7: "skipped", 8: "passed", 9: "failed", 10: "passed"})
+                                  6: "failed", 7: "skipped", 8: "passed", 9: "failed", 10: "passed",
+                                  11: "failed", 12: "failed"})
 
 
 class Modes(unittest.TestCase):

@@ -4,6 +4,7 @@
 // (CML_ISOLATE=on) and checks that each is reported as itself and the others still run.
 // Never run these in one process by hand: step 3 sleeps forever.
 #include "catch.hpp"
+#include "crash_note.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <spawn.h>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +75,24 @@ TEST_CASE("step 10: a case that runs this executable again on a hidden case", "[
   REQUIRE(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+// A crash under the code under test's note (tests/support/crash_note.hpp): the supervisor
+// must name the step and the note's cause, not the signal alone.
+TEST_CASE("step 11: a case that crashes where a crash note names the cause", "[watchdog][step11]") {
+  cml::test::CrashNote note("free_things crashed the process: release them with the call that matches (step 11)");
+  std::raise(SIGSEGV);
+}
+
+// An exception thrown out of a destructor (noexcept): std::terminate, then SIGABRT.
+struct ThrowsOnDestruction {
+  ~ThrowsOnDestruction() noexcept(false) { throw std::runtime_error("the learner's release failed in a destructor"); }
+};
+void escape_from_noexcept() noexcept { ThrowsOnDestruction t; }
+
+TEST_CASE("step 12: a case where an exception escapes a noexcept function", "[watchdog][step12]") {
+  std::fflush(nullptr);
+  escape_from_noexcept();
 }
 
 TEST_CASE("nested: the case step 10 runs", "[.nested]") { CHECK(std::getenv("CML_CHILD_CASE") == nullptr); }

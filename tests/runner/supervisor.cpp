@@ -173,7 +173,7 @@ Verdict Supervisor::run_case(const Case& c, std::size_t index) {
                 "): see its output (" + c.name + ")";
     v.testcases.clear();
   } else {
-    v.message = o.exited ? exit_message(step, o.exit_code, c.name) : signal_message(step, o.signal, c.name);
+    v.message = o.exited ? exit_message(step, o.exit_code, c.name) : crash_message(step, o.signal, c.name, output);
     if (sticky) v.message += "; before that, " + sticky_message(step, *sticky, c.name);
     v.label = o.exited ? "FAILED" : "CRASHED";
     if (!reported_failure) v.testcases.clear();  // a crash after a passing report is no pass

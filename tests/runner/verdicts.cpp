@@ -1,6 +1,8 @@
 // See verdicts.hpp.
 #include "verdicts.hpp"
 
+#include "cml/crash_note.hpp"
+
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -77,6 +79,27 @@ std::string signal_message(std::optional<int> step, int signal, const std::strin
   }
   return "the test process of " + step_words(step) + " was killed by signal " + std::to_string(signal) +
          " (" + words + ") (" + name + ")";
+}
+
+std::string crash_message(std::optional<int> step, int signal, const std::string& name, std::string_view output) {
+  const char* what = signal_name(signal);
+  const std::string sig = "signal " + std::to_string(signal) +
+                          (what != nullptr ? " (" + std::string(what, std::strcspn(what, ":")) + ")" : std::string());
+  if (const auto note = cml::last_crash_note(output))
+    return step_words(step) + " crashed: " + *note + " [the test process was killed by " + sig + "] (" + name + ")";
+  constexpr std::string_view kTerminate = "terminate called after throwing";
+  if (const std::size_t at = output.rfind(kTerminate); at != std::string_view::npos) {
+    // "terminate called after throwing an instance of 'T'\n  what():  the message"
+    std::string_view rest = output.substr(at);
+    const std::size_t w = rest.find("what():");
+    std::string_view line = w == std::string_view::npos ? rest : rest.substr(w + 7);
+    line = line.substr(0, line.find('\n'));
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    return step_words(step) + " crashed: an exception escaped where none may (a destructor, a thread's function, a "
+           "callback of the GPU) and ended the process: " + std::string(line) + " [the test process was killed by " +
+           sig + "] (" + name + ")";
+  }
+  return signal_message(step, signal, name);
 }
 
 std::string exit_message(std::optional<int> step, int exit_code, const std::string& name) {

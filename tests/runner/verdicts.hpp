@@ -17,6 +17,12 @@ std::string timeout_message(std::optional<int> step, double timeout_s, const std
 // The test process died of a signal (SIGSEGV, SIGABRT...).
 std::string signal_message(std::optional<int> step, int signal, const std::string& name);
 
+// The same, with what the process wrote before it died (`output`): the step and the likely
+// cause first where the output names one — the last crash note of the code under test
+// (cml/crash_note.hpp), or the exception that escaped where none may (std::terminate's
+// "what():") — then the signal; signal_message where it names neither.
+std::string crash_message(std::optional<int> step, int signal, const std::string& name, std::string_view output);
+
 // The test process ended with an unexpected exit status, or without a report.
 std::string exit_message(std::optional<int> step, int exit_code, const std::string& name);
 

@@ -1,22 +1,20 @@
 // What the chapters' tests read from the CUPTI callback recorder (cml/api_trace.hpp): which
-// calls make the host wait, and which of them a piece of code made; and a note that names
-// the likely cause when the code under test crashes the process (a mismatched free), since
-// the supervisor can only report the signal.
+// calls make the host wait, and which of them a piece of code made. (The note that names
+// the likely cause when the code under test crashes the process is crash_note.hpp's; it
+// comes with this header, as it always has.)
 #pragma once
 
 #include "catch.hpp"
+#include "crash_note.hpp"
 
 #include "cml/api_trace.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <cstring>
 #include <exception>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 // A failed callback recording is never evidence that a call was not made.
 #define CML_REQUIRE_API_OK(calls)                                                                   \
@@ -72,6 +70,17 @@ inline std::string blocking_calls(const cml::api::Calls& calls) {
   return out;
 }
 
+// The launches of the kernel whose (mangled) name contains `kernel`, in order: their stream
+// and, where the recorder was asked for them (cml::api::KernelPointers), their first pointer
+// parameters.
+inline std::vector<cml::api::Call> kernel_launches(const cml::api::Calls& calls, const std::string& kernel) {
+  std::vector<cml::api::Call> out;
+  for (const auto& c : calls.calls)
+    if (base_name(c.name).rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find(kernel) != std::string::npos)
+      out.push_back(c);
+  return out;
+}
+
 // What `call` did, as the callback recorder saw it, and what it threw ("" when nothing): a
 // call that fails is still a call whose calls a test can name.
 struct Recorded {
@@ -90,45 +99,5 @@ Recorded record_calls(Call&& call) {
   r.calls = api.stop();
   return r;
 }
-
-// While alive: if the process dies of SIGSEGV, SIGABRT or SIGBUS, writes `why` to stderr
-// first (the supervisor shows a crashed case's output), then dies as it would have.
-class CrashNote {
- public:
-  explicit CrashNote(const std::string& why) {
-    std::memcpy(previous_, text(), kSize);  // an outer note's, restored when this one ends
-    std::strncpy(text(), why.c_str(), kSize - 2);
-    text()[kSize - 2] = '\0';
-    std::strcat(text(), "\n");
-    struct sigaction sa {};
-    sa.sa_handler = &CrashNote::on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~CrashNote() {
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
-    std::memcpy(text(), previous_, kSize);
-  }
-  CrashNote(const CrashNote&) = delete;
-  CrashNote& operator=(const CrashNote&) = delete;
-
- private:
-  static constexpr std::size_t kSize = 1024;
-  static constexpr int kSignals[3] = {SIGSEGV, SIGABRT, SIGBUS};
-  static char* text() {
-    static char buffer[kSize];
-    return buffer;
-  }
-  static void on_signal(int sig) {
-    const char* t = text();
-    const ssize_t ignored = write(STDERR_FILENO, t, std::strlen(t));
-    (void)ignored;
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-  struct sigaction old_[3] {};
-  char previous_[kSize] {};
-};
 
 }  // namespace cml::test

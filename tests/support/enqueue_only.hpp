@@ -19,8 +19,9 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <utility>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cml::test {
@@ -69,18 +70,28 @@ Enqueued watch_enqueue(const std::vector<cudaStream_t>& streams, Call&& call) {
   return e;
 }
 
-// "" when every kernel, copy and memset of `t` ran on `stream`; else what ran elsewhere.
-inline std::string work_elsewhere(const cml::trace::Trace& t, cudaStream_t stream) {
-  const std::uint32_t id = cml::trace::stream_id_of(stream), legacy = cml::trace::stream_id_of(cudaStreamLegacy);
+// "" when every kernel, copy and memset of `t` ran on one of `streams`; else what ran
+// elsewhere (how many of each kind, and how many on the legacy default stream).
+inline std::string work_elsewhere(const cml::trace::Trace& t, const std::vector<cudaStream_t>& streams) {
+  std::vector<std::uint32_t> ids;
+  for (cudaStream_t s : streams) ids.push_back(cml::trace::stream_id_of(s));
+  const std::uint32_t legacy = cml::trace::stream_id_of(cudaStreamLegacy);
+  const auto elsewhere = [&](std::uint32_t id) { return std::find(ids.begin(), ids.end(), id) == ids.end(); };
   std::size_t kernels = 0, copies = 0, memsets = 0, on_legacy = 0;
-  for (const auto& r : t.kernels) { kernels += r.stream_id != id; on_legacy += r.stream_id == legacy; }
-  for (const auto& r : t.copies) { copies += r.stream_id != id; on_legacy += r.stream_id == legacy; }
-  for (const auto& r : t.memsets) { memsets += r.stream_id != id; on_legacy += r.stream_id == legacy; }
+  for (const auto& r : t.kernels) { kernels += elsewhere(r.stream_id); on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy; }
+  for (const auto& r : t.copies) { copies += elsewhere(r.stream_id); on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy; }
+  for (const auto& r : t.memsets) { memsets += elsewhere(r.stream_id); on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy; }
   if (kernels + copies + memsets == 0) return "";
   return std::to_string(kernels) + " kernel(s), " + std::to_string(copies) + " copy(ies) and " +
-         std::to_string(memsets) + " memset(s) ran on another stream than the one it was given" +
+         std::to_string(memsets) + " memset(s) ran on another stream than " +
+         (streams.size() == 1 ? "the one it was given" : "the ones it was given") +
          (on_legacy > 0 ? " (" + std::to_string(on_legacy) + " on the legacy default stream: a launch or call "
                           "without a stream argument)" : "");
+}
+
+// "" when every kernel, copy and memset of `t` ran on `stream`; else what ran elsewhere.
+inline std::string work_elsewhere(const cml::trace::Trace& t, cudaStream_t stream) {
+  return work_elsewhere(t, std::vector<cudaStream_t>{stream});
 }
 
 // "" when enqueue(stream) only enqueued, and what it enqueued was exactly `kernels`

@@ -1,23 +1,34 @@
 // What the tests of chapters 07 and 08 both check of a launcher of the tiled sum
 // (cml/tile_sum.cuh), whatever the chapter's job type: it only enqueues its one kernel on
-// the stream it is given, also for an empty array, and it refuses stage counts outside
+// the stream it is given, also for an empty array, launched as job.blocks blocks of
+// kThreads threads whatever the tile count, and it refuses stage counts outside
 // 1..kMaxStages. `make_job(in, n, partial, blocks, compute, stages)` is the chapter's.
 // And what both check of a pipelined kernel's SASS: the tile loop's two block barriers.
+// And that a launcher reads nothing past its array: the array ends at an unmapped range
+// (cml/end_guard.hpp), so a read past in[n - 1] faults in a plain run.
 #pragma once
 
 #include "catch.hpp"
 #include "enqueue_only.hpp"
+#include "launch_geometry.hpp"
 
 #include "cml/buffers.hpp"
+#include "cml/end_guard.hpp"
 #include "cml/errors.hpp"
+#include "cml/guarded.hpp"
 #include "cml/sass.hpp"
+#include "cml/stream.hpp"
 #include "cml/tile_sum.cuh"
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cml::test {
 
@@ -30,6 +41,55 @@ void check_sum_enqueues_only(void (*fn)(const JobT&, cudaStream_t), const std::s
     const JobT job = make_job(in.data(), n, partial.data(), 4, 0, stages);
     CML_CHECK_ENQUEUE_ONLY(name + " on n = " + std::to_string(n), [&](cudaStream_t s) { fn(job, s); }, 1,
                            contract + ": each function only enqueues its kernel on `stream`, also for n == 0");
+  }
+}
+
+// "" when `k`, the launch of a job of `blocks` blocks over `pieces` tiles (or boxes: `what`),
+// has the grid every tiled sum launches: job.blocks blocks of kThreads threads, 1-D; else
+// the mistake, in numbers. The grid is the job's, not the work's: tile t belongs to block
+// t % job.blocks, so a block may own many tiles, or none (and writes 0).
+inline std::string sum_grid_error(const cml::trace::KernelRecord& k, int blocks, std::size_t pieces,
+                                  const std::string& what) {
+  using cml::tile_sum::kThreads;
+  if (k.grid == std::array<std::int32_t, 3>{blocks, 1, 1} && k.block == std::array<std::int32_t, 3>{kThreads, 1, 1})
+    return "";
+  std::string why;
+  if (k.block != std::array<std::int32_t, 3>{kThreads, 1, 1})
+    why = "kThreads threads a block, 1-D: compute_tile and finish_block share a tile's words among exactly 256 threads";
+  else if (cml::test::volume(k.grid) < static_cast<std::uint64_t>(blocks))
+    why = "too few blocks: partial[b] of a block that is not launched is never written (a block with no " + what +
+          " writes 0)";
+  else if (cml::test::volume(k.grid) == pieces)
+    why = "a block per " + what + " is not the job's grid: " + what + " t belongs to block t % job.blocks, and each "
+          "block loops over its " + what + "s (partial[b] is block b's sum)";
+  else
+    why = "launch job.blocks blocks, 1-D";
+  return "your grid has " + cml::test::geometry_text(k) + " for job.blocks = " + std::to_string(blocks) + " over " +
+         std::to_string(pieces) + " " + what + "s; the contract wants job.blocks = " + std::to_string(blocks) +
+         " blocks of kThreads = " + std::to_string(kThreads) + " threads: " + why;
+}
+
+// The launch of fn on jobs of 3 and of 20 blocks over 8 tiles (fewer blocks than tiles, and
+// more): job.blocks blocks of kThreads threads each time. Needs the trace.
+template <class JobT, class MakeJob>
+void check_sum_grid(void (*fn)(const JobT&, cudaStream_t), const std::string& name, const std::string& kernel,
+                    int stages, MakeJob&& make_job, const std::string& contract) {
+  using cml::tile_sum::Word;
+  const std::size_t n = 7 * cml::tile_sum::kTileWords + 5, tiles = cml::tile_sum::tile_count(n);
+  cml::DeviceBuffer<Word> in(n);
+  for (const int blocks : {3, 20}) {
+    CAPTURE(blocks);
+    cml::DeviceBuffer<Word> partial(64);  // room for a wrong grid's partials too
+    const JobT job = make_job(in.data(), n, partial.data(), blocks, 0, stages);
+    const Launched l = launched_kernel(kernel, [&](cudaStream_t s) { fn(job, s); });
+    {
+      INFO(name << " with job.blocks = " << blocks << ": " << l.error << " (" << contract << ")");
+      REQUIRE(l.error.empty());
+    }
+    const std::string err = sum_grid_error(l.kernel, blocks, tiles, "tile");
+    INFO(name << ": " << err << " (" << contract << ": every function launches job.blocks blocks of kThreads "
+         "threads)");
+    CHECK(err.empty());
   }
 }
 
@@ -57,6 +117,89 @@ inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::st
        "more even with 16-byte copies of one's own piece: thread t computes on the piece thread t + 128 copied, so "
        "wait, barrier, compute, barrier (" << where << ")");
   CHECK(bars >= 4);
+}
+
+// ---- Reads past the end ------------------------------------------------------------------
+
+// n words of word_at(i) in device memory that ends where the mapped memory ends (at most
+// 12 bytes later: the array's start is 16-byte aligned, as the contract promises); those
+// bytes are 0xA5, not zeros, as chapter 08's inputs are padded. Throws cml::Skip where the
+// GPU cannot place an array so (cml/end_guard.hpp).
+struct EndGuardedInput {
+  explicit EndGuardedInput(std::size_t n) : words(n, 0xA5) {
+    const auto host = cml::tile_sum::make_input(n);
+    cml::upload(words.data(), host.data(), n);
+  }
+  cml::EndGuarded<cml::tile_sum::Word> words;
+};
+
+// The shapes the guard is tried on: arrays that end inside a tile (a short last tile, one
+// word, 3 words past a tile), on a tile with blocks that own none, and empty (then any read
+// faults); small enough for the sanitizer setups.
+inline const std::vector<cml::tile_sum::Case>& end_guard_cases() {
+  using cml::tile_sum::kTileWords;
+  static const std::vector<cml::tile_sum::Case> c = {
+      {0, 3, "empty"},
+      {1, 1, "one word"},
+      {1023, 2, "one short tile, n % 4 == 3"},
+      {1025, 1, "a tile and a word"},
+      {5 * kTileWords + 6, 2, "5 tiles + 6 words on 2 blocks"},
+      {7 * kTileWords + 3, 2, "7 tiles + 3 words on 2 blocks"},
+      {11 * kTileWords, 16, "11 tiles on 16 blocks (some with none)"},
+      {13 * kTileWords + 2, 3, "13 tiles + 2 words on 3 blocks"},
+      {(1u << 17) + 1, 37, "2^17 words + 1 on 37 blocks"},
+  };
+  return c;
+}
+
+// The CUDA error a launch met, or nothing: a kernel that read past the guard faults
+// (cudaErrorIllegalAddress), and every later call of the process fails too, so the caller
+// stops at the first one.
+template <class Run>
+std::optional<std::string> cuda_fault(Run&& run) {
+  try {
+    run();
+  } catch (const cml::CudaError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+// `fn` on every end_guard_cases() shape, at stages 1..max_stages, with no compute: it runs
+// without a fault and gives the CPU's sums. The first fault fails the case with `name`,
+// the shape, the CUDA error and `advice` (what reads past the end, and the step).
+template <class JobT, class MakeJob>
+void check_reads_stop_at_end(void (*fn)(const JobT&, cudaStream_t), const std::string& name, int max_stages,
+                             MakeJob&& make_job, const std::string& advice) {
+  using cml::tile_sum::Word;
+  for (const auto& k : end_guard_cases())
+    for (int stages = 1; stages <= max_stages; ++stages) {
+      std::optional<EndGuardedInput> in;
+      try {
+        in.emplace(k.n);
+      } catch (const cml::Skip& e) {
+        CML_SKIP(e.what());
+      }
+      const cml::GuardedBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
+      cml::Stream s;
+      std::vector<Word> got;
+      std::string wrong;
+      const auto fault = cuda_fault([&] {
+        fn(make_job(in->words.data(), k.n, partial.data(), k.blocks, 0, stages), s);
+        wrong = partial.read(got, "the grid's partials", s);
+      });
+      if (fault)
+        FAIL(name << " on " << k.what << ", stages " << stages << ", faulted: " << *fault
+                  << ". The array ends where the mapped memory ends, so the kernel read past in[n - 1]: " << advice);
+      if (wrong.empty()) {
+        const auto r = cml::tile_sum::check_partials(
+            got, cml::tile_sum::reference_partials(cml::tile_sum::make_input(k.n), k.blocks, 0), k.n);
+        if (!r.ok) wrong = r.describe();
+      }
+      INFO(name << " on " << k.what << " in an array that ends where the mapped memory ends, stages " << stages
+                << ": " << wrong);
+      REQUIRE(wrong.empty());
+    }
 }
 
 }  // namespace cml::test

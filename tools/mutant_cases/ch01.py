@@ -56,6 +56,17 @@ MUTANTS = [
     Mutant("packed copy on the legacy stream",
            [(PACKED_COPY, "    (void)stream;\n" + PACKED_COPY.replace("cudaMemcpyHostToDevice, stream)", "cudaMemcpyHostToDevice, nullptr)"))],
            "[step2][mechanism]", "another stream than the one it was given"),
+    Mutant("unpack on the legacy stream",
+           [(UNPACK, "  launch_unpack(staging.device, batch, cudaStreamLegacy);\n}")],
+           "[step2][mechanism]", "on the legacy default stream"),
+    Mutant("packed copies on each packing thread's per-thread default stream",
+           [(PACKED_COPY, "    (void)stream;\n" + PACKED_COPY.replace("cudaMemcpyHostToDevice, stream)",
+                                                                   "cudaMemcpyHostToDevice, cudaStreamPerThread)"))],
+           "[step2][mechanism]", "ran on another stream than the one it was given"),
+    Mutant("staging cleared first by a memset on the legacy stream",
+           [("  if (total == 0) return;\n",
+             "  if (total == 0) return;\n  CUDA_CHECK(cudaMemsetAsync(staging.device, 0, total));  // a clean slate\n")],
+           "[step2][mechanism]", "1 memset(s) ran on another stream"),
     Mutant("synchronises before returning",
            [(UNPACK, "  launch_unpack(staging.device, batch, stream);\n  CUDA_CHECK(cudaStreamSynchronize(stream));\n}")],
            "[step2][mechanism]", "calls that wait for the GPU: cudaStreamSynchronize"),
@@ -80,6 +91,13 @@ MUTANTS = [
        "  static void* scratch = nullptr;\n  if (!scratch) CUDA_CHECK(cudaMalloc(&scratch, buffer.bytes));\n"
        "  CUDA_CHECK(cudaMemcpyAsync(scratch, buffer.host, buffer.bytes, cudaMemcpyHostToDevice, stream));\n}")],
      "[step3][mechanism]", "nothing to copy"),
+    Mutant("prepare_for_device warms the mapping with a kernel on the legacy stream",
+           [(PREPARE, "__global__ void touch_kernel(const unsigned char* p) {\n"
+                      "  if (threadIdx.x == 0) {\n    volatile unsigned char c = p[0];\n    (void)c;\n  }\n}\n\n"
+                      "void prepare_for_device(const ZeroCopy& buffer, [[maybe_unused]] cudaStream_t stream) {\n"
+                      "  touch_kernel<<<1, 1>>>(static_cast<const unsigned char*>(buffer.device));\n"
+                      "  CUDA_CHECK_LAUNCH();\n}")],
+           "[step3][mechanism]", "on the legacy default stream"),
     Mutant("prepare_for_device waits",
            [(PREPARE, "void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer, cudaStream_t stream) {\n"
                       "  CUDA_CHECK(cudaStreamSynchronize(stream));\n}")],
@@ -99,4 +117,33 @@ MUTANTS = [
            [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
              "  buffer.device = nullptr;  // forgotten: cudaHostGetDevicePointer\n")],
            "[step3]", "step 3 hit a sticky CUDA error", whole=True),
+    # ---- issue 26: per call, not per process (several calls in one process) ---------------
+    Mutant("allocate_pinned hands out one buffer kept from the first call",
+           [(ALLOC, "  static void* kept = nullptr;\n  if (kept == nullptr) CUDA_CHECK(cudaMallocHost(&kept, bytes));\n"
+                    "  p = kept;\n  return p;")],
+           "[step1][mechanism]", "one buffer handed out twice"),
+    Mutant("pin_existing pins the first range only (std::call_once)",
+           [("#include <cstring>\n", "#include <cstring>\n#include <mutex>\n"),
+            (REGISTER, "  static std::once_flag once;\n"
+                       "  std::call_once(once, [&] { CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); });\n")],
+           "[step1][mechanism]", "pins the first range only"),
+    Mutant("unpin_existing unregisters the first range it was given, every time",
+           [(UNREGISTER, "void unpin_existing(void* p) {\n  static void* const first = p;\n"
+                         "  CUDA_CHECK(cudaHostUnregister(first));\n}")],
+           "[step1][mechanism]", "unpin_existing of range 2 made 0 cudaHostUnregister of it"),
+    Mutant("the zero-copy device view kept from the first buffer",
+           [("  CUDA_CHECK(cudaHostGetDevicePointer(&buffer.device, buffer.host, 0));\n",
+             "  static void* view = nullptr;\n"
+             "  if (view == nullptr) CUDA_CHECK(cudaHostGetDevicePointer(&view, buffer.host, 0));\n"
+             "  buffer.device = view;\n")],
+           "[step3][mechanism]", "not one kept from an earlier call (step 3"),
+    # ---- issue 26: what the kernel reads ------------------------------------------------
+    # The unpack kernel handed the pinned staging: the pieces land right, the copies still
+    # run (for nothing), and the batch still beats one copy per piece.
+    Mutant("the unpack kernel reads the pinned staging over the bus",
+           [(UNPACK, "  launch_unpack(staging.host, batch, stream);\n}")],
+           "[step2][mechanism]", "staging.host, pinned host memory, over the bus"),
+    Mutant("small batches unpacked from the pinned staging",
+           [(UNPACK, "  launch_unpack(total < (std::size_t{1} << 20) ? staging.host : staging.device, batch, stream);\n}")],
+           "[step2][mechanism]", "staging.host, pinned host memory, over the bus"),
 ]

@@ -17,6 +17,20 @@ MUTANTS = [
      [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
        "const auto stream_of = [&](std::size_t) { return streams.front(); };")],
      "[step1][mechanism]", "kernels per stream"),
+    # Issue 26: work on another stream than the chunk's, which the kernel-count test above
+    # does not see (the same number of kernels per stream, or a memset).
+    Mutant("chunk c's copy out on the next chunk's stream",
+     [(DEPTH_LOOP, "      copy_out(p, k, stream_of(c + 1));\n      done(c);\n")],
+     "[step1][mechanism]", "copy out ran on"),
+    Mutant("chunks dealt to the streams in runs (c / S), not round robin (c % S)",
+     [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
+       "const auto stream_of = [&](std::size_t c) { return streams[(c / streams.size()) % streams.size()]; };")],
+     "[step1][mechanism]", "stream is streams[c % streams.size()]"),
+    Mutant("the output cleared first by a memset on the legacy stream",
+     [("  chunks = std::max<std::size_t>(1, chunks);\n",
+       "  chunks = std::max<std::size_t>(1, chunks);\n"
+       "  CUDA_CHECK(cudaMemsetAsync(p.device_out, 0, p.n * sizeof(int)));  // a clean slate\n")],
+     "[step1][mechanism]", "1 memset(s) ran on another stream"),
     Mutant("blocking streams",
      [("CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));", "CUDA_CHECK(cudaStreamCreate(&s));")],
      "[step1][mechanism]", "create_streams made blocking streams"),
@@ -101,4 +115,61 @@ MUTANTS = [
     Mutant("never staged",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{1, 1, IssueOrder::Depth};")],
      "[step3][perf]", "three stages need three chunks in flight"),
+    # ---- issue 26: chunk order and the stream each chunk goes to, read from the calls -----
+    # Chunks issued stream by stream, after_chunk told a running count (and that count's
+    # stream): every chunk is issued, the copies and kernels are right, and after_chunk gets
+    # 0, 1, 2, ... in order. Only the order the chunks were issued in is wrong.
+    Mutant("chunks issued stream by stream, after_chunk told a running count",
+     [("    for (std::size_t c = 0; c < chunks; ++c) {\n      const Chunk k = chunk_of(c, p.n, chunks);\n"
+       "      copy_in(p, k, stream_of(c));\n      compute(p, k, stream_of(c));\n"
+       "      copy_out(p, k, stream_of(c));\n      done(c);\n    }\n",
+       "    std::size_t issued = 0;\n"
+       "    for (std::size_t first = 0; first < streams.size(); ++first)\n"
+       "      for (std::size_t c = first; c < chunks; c += streams.size()) {\n"
+       "        const Chunk k = chunk_of(c, p.n, chunks);\n"
+       "        copy_in(p, k, stream_of(c));\n        compute(p, k, stream_of(c));\n"
+       "        copy_out(p, k, stream_of(c));\n        done(issued++);\n      }\n")],
+     "[step2][mechanism]", "issued in increasing c, chunk 0 first"),
+    # after_chunk(c) before chunk c's copy out: the program's breakers would then run before
+    # the chunk is wholly issued.
+    Mutant("after_chunk called before the chunk's copy out",
+     [(DEPTH_LOOP, "      done(c);\n      copy_out(p, k, stream_of(c));\n")],
+     "[step2][mechanism]", "copy out(s) were issued after the last after_chunk call"),
+    # Chunks dealt to the streams in blocks (chunk c on streams[c * S / chunks]): as many
+    # chunks on each stream as round robin gives, so the count per stream passes.
+    Mutant("chunks dealt to the streams in blocks",
+     [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
+       "const auto stream_of = [&](std::size_t c) { return streams[c * streams.size() / chunks]; };")],
+     "[step1][mechanism]", "dealt round robin, not in blocks"),
+    # ---- issue 26: per call, not per process -------------------------------------------
+    Mutant("create_streams hands out one set kept from the first call",
+     [("  std::vector<cudaStream_t> streams(static_cast<std::size_t>(count));\n"
+       "  for (auto& s : streams) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));\n"
+       "  return streams;\n",
+       "  static std::vector<cudaStream_t> made;\n"
+       "  while (made.size() < static_cast<std::size_t>(count)) {\n"
+       "    cudaStream_t s = nullptr;\n"
+       "    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));\n"
+       "    made.push_back(s);\n  }\n"
+       "  return std::vector<cudaStream_t>(made.begin(), made.begin() + count);\n")],
+     "[step1][mechanism]", "streams kept from an earlier call"),
+    Mutant("allocate_host_ints hands out one buffer kept from an earlier call",
+     [("  void* p = nullptr;\n  CUDA_CHECK(cudaMallocHost(&p, count * sizeof(int)));\n  return static_cast<int*>(p);",
+       "  static void* p = nullptr;\n  static std::size_t have = 0;\n  if (count > have) {\n"
+       "    if (p != nullptr) CUDA_CHECK(cudaFreeHost(p));\n    CUDA_CHECK(cudaMallocHost(&p, count * sizeof(int)));\n"
+       "    have = count;\n  }\n  return static_cast<int*>(p);"),
+      ("void free_host_ints(int* p) { CUDA_CHECK(cudaFreeHost(p)); }", "void free_host_ints(int* p) { (void)p; }")],
+     "[step1][mechanism]", "one buffer handed out twice"),
+    # ---- issue 26: what the kernel reads --------------------------------------------------
+    # The kernel reads the pinned input over the bus: the sums are right, the copies in
+    # still run (for nothing), and the overlap is still there.
+    Mutant("the kernel reads the pinned host input over the bus",
+     [("  launch_add(p.device_in + k.first, p.device_out + k.first, k.count, p.cycles, p.add_value, s);",
+       "  launch_add(p.host_in + k.first, p.device_out + k.first, k.count, p.cycles, p.add_value, s);")],
+     "[step1][mechanism]", "read p.host_in, the pinned host input, over the bus"),
+    Mutant("small chunks' kernels read the pinned host input over the bus",
+     [("  launch_add(p.device_in + k.first, p.device_out + k.first, k.count, p.cycles, p.add_value, s);",
+       "  launch_add((k.count < 4096 ? p.host_in : p.device_in) + k.first, p.device_out + k.first, k.count, p.cycles, "
+       "p.add_value, s);")],
+     "[step1][mechanism]", "read p.host_in, the pinned host input, over the bus"),
 ]

@@ -61,6 +61,21 @@ MUTANTS = [
            [(ATTACH, ""), ("    launch_gpu_step(lane, r);\n", ATTACH.replace("  CUDA", "    CUDA") +
                            "    launch_gpu_step(lane, r);\n")],
            "[step2][mechanism]", "attached lane.data"),
+    # Issue 26: the GPU step on another stream than lane.stream (a copy of the lane with a
+    # stream of its own): the attach, the moves and the host function stay on lane.stream, so
+    # only where the kernel ran shows it.
+    Mutant("the GPU step on the per-thread default stream",
+           [("    launch_gpu_step(lane, r);\n",
+             "    Lane mine = lane;\n    mine.stream = cudaStreamPerThread;  // \"each thread its own stream\"\n"
+             "    launch_gpu_step(mine, r);\n")],
+           "[step2][mechanism]", "ran on another stream than the one it was given"),
+    Mutant("the GPU step on the legacy stream",
+           [("    launch_gpu_step(lane, r);\n",
+             "    Lane mine = lane;\n    mine.stream = nullptr;\n    launch_gpu_step(mine, r);\n")],
+           "[step2][mechanism]", "on the legacy default stream"),
+    Mutant("the host function on the per-thread default stream",
+           [("cudaLaunchHostFunc(lane.stream,", "cudaLaunchHostFunc(cudaStreamPerThread,")],
+           "[step2][mechanism]", "run_lane called cudaLaunchHostFunc on stream"),
     # Step 3: the host function and nothing that blocks.
     Mutant("a blocking wait left in",
            [("    signal.wait_for(r);\n", "    CUDA_CHECK(cudaStreamSynchronize(lane.stream));\n    signal.wait_for(r);\n")],
@@ -125,4 +140,63 @@ MUTANTS = [
             (CONCURRENT, CONCURRENT + "  if (concurrent)\n" + ADVISE.replace("(table, table_n", "(lane.table, lane.table_n")
              .replace("on_device(device)", "on_device(lane.device)"))],
            "[step4][mechanism]", "want once, by its owner"),
+    # ---- issue 26: waits that never return, told apart --------------------------------
+    # Round r counted from 1: the first wait is for a round whose GPU step was not launched.
+    Mutant("waits for the next round (wait_for(r + 1))",
+           [("    signal.wait_for(r);\n", "    signal.wait_for(r + 1);\n")],
+           "[step1][correctness]", "counted from 0"),
+    # The wait before the host function it waits for is enqueued: it never returns.
+    Mutant("waits before enqueueing the host function",
+           [(WAIT, "    signal.wait_for(r);\n"
+                   "    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n")],
+           "[step1][correctness]", "own host function was not enqueued before the wait"),
+    # The host function ahead of the kernel: it fires as soon as the prefetch is done, and
+    # the host step races the kernel (step 1's check sees it only when the race is lost).
+    Mutant("the host function enqueued before the kernel",
+           [("    launch_gpu_step(lane, r);\n",
+             "    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n"
+             "    launch_gpu_step(lane, r);\n"),
+            (WAIT, "    signal.wait_for(r);\n")],
+           "[step3][mechanism]", "host function was enqueued on lane.stream before that round's kernel"),
+    # ---- issue 26: per lane, not per process (several lanes in one process) -------------
+    Mutant("the attach done once per process (std::call_once)",
+           [(ATTACH, "  static std::once_flag attach_once;\n  std::call_once(attach_once, [&] {\n  " + ATTACH +
+             "  });\n")],
+           "[step2][mechanism]", "An attach done once per process"),
+    Mutant("the attach behind a function-static flag",
+           [(ATTACH, "  static bool attached = false;\n  if (!attached) {\n  " + ATTACH + "    attached = true;\n  }\n")],
+           "[step2][mechanism]", "covers the first lane's buffer only"),
+    Mutant("the host function's signal kept from the first lane",
+           [(WAIT, "    static RoundSignal* const first_signal = &signal;\n"
+                   "    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, first_signal));\n"
+                   "    signal.wait_for(r);\n")],
+           "[step3][mechanism]", "not one kept from an earlier call (a function-static is the first lane's)"),
+    Mutant("the host function's stream kept from the first lane",
+           [(WAIT, "    static const cudaStream_t first_stream = lane.stream;\n"
+                   "    CUDA_CHECK(cudaLaunchHostFunc(first_stream, RoundSignal::on_gpu_done, &signal));\n"
+                   "    signal.wait_for(r);\n")],
+           "[step3][mechanism]", "enqueued a host function on lane"),
+    Mutant("the prefetch's length kept from the first lane",
+           [(TO_GPU, "  static const std::size_t bytes = lane.n * sizeof(unsigned);\n"
+                     "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, bytes, on_device(lane.device), 0, lane.stream));\n")],
+           "[step4][mechanism]", "the length is this lane's"),
+    Mutant("the prefetch's stream kept from the first lane",
+           [(TO_GPU, "  static const cudaStream_t stream = lane.stream;\n"
+                     "  CUDA_CHECK(cudaMemPrefetchAsync(lane.data, lane.n * sizeof(unsigned), on_device(lane.device), 0, "
+                     "stream));\n")],
+           "[step4][mechanism]", "a stream kept from an earlier call is another lane's"),
+    # ---- issue 26: order inside the stream, read from the calls, not from the race -------
+    Mutant("the move back enqueued after the host function",
+           [("    if (concurrent) prefetch_to_cpu(lane);\n", ""),
+            (WAIT, "    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, &signal));\n"
+                   "    if (concurrent) prefetch_to_cpu(lane);\n    signal.wait_for(r);\n")],
+           "[step4][mechanism]", "move back to the host was enqueued after the host function"),
+    Mutant("the move back enqueued after the host step",
+           [("    if (concurrent) prefetch_to_cpu(lane);\n", ""),
+            ("    host_step(lane, r);\n", "    host_step(lane, r);\n    if (concurrent) prefetch_to_cpu(lane);\n")],
+           "[step4][mechanism]", "move back to the host was enqueued after the host function"),
+    Mutant("the move to the GPU enqueued after the kernel",
+           [("    if (concurrent) prefetch_to_gpu(lane);\n    launch_gpu_step(lane, r);\n",
+             "    launch_gpu_step(lane, r);\n    if (concurrent) prefetch_to_gpu(lane);\n")],
+           "[step4][mechanism]", "move to the GPU was enqueued after its kernel"),
 ]

@@ -36,4 +36,20 @@ MUTANTS = [
            [("  __shared__ float4 tile[kWideTile][kWideVecs];", "  __shared__ float4 tile[kWideTile][kWideVecs + 1];"),
             ("{ return vec ^ ((row / 4) % 8); }", "{ (void)row; return vec; }")],
            "[step4][mechanism]", "swizzle the float4 columns"),
+    # Issue 26: steps 1-3's grid, one block per tile. Extra blocks find no tile and write
+    # nothing, so every result is right: only the launch's record shows them.
+    Mutant("the grid counted in the block's 8-row strips, not in tiles (4x too many blocks)",
+           [("  const unsigned tile_rows = static_cast<unsigned>((rows + side - 1) / side);\n",
+             "  const unsigned tile_rows = static_cast<unsigned>((rows + kBlockRows - 1) / kBlockRows);\n")],
+           "[step1][mechanism]", "too many blocks"),
+    Mutant("tiles rounded up once too often (rows / T + 1)",
+           [("  const unsigned tile_rows = static_cast<unsigned>((rows + side - 1) / side);\n"
+             "  const unsigned tile_cols = static_cast<unsigned>((cols + side - 1) / side);\n",
+             "  const unsigned tile_rows = static_cast<unsigned>(rows / side + 1);\n"
+             "  const unsigned tile_cols = static_cast<unsigned>(cols / side + 1);\n")],
+           "[step2][mechanism]", "too many blocks"),
+    Mutant("the tile columns counted from rows (a copy-paste slip)",
+           [("  const unsigned tile_cols = static_cast<unsigned>((cols + side - 1) / side);\n",
+             "  const unsigned tile_cols = static_cast<unsigned>((rows + side - 1) / side);\n  (void)cols;\n")],
+           "[step3][mechanism]", "too many blocks"),
 ]

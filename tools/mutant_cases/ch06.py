@@ -50,4 +50,23 @@ MUTANTS = [
              "  const float sx = cos_a * dx + sin_a * dy + 0.5f * img.width - 0.5f;\n"
              "  const float sy = -sin_a * dx + cos_a * dy + 0.5f * img.height - 0.5f;")],
            "[step3][correctness]", "pixel centres are at i + 0.5"),
+    # Issue 26: grids the results do not show (the extra threads find no pixel), caught by
+    # the launch's record at a size where they differ from the contract's.
+    Mutant("the starter's launch kept: one thread per output value (16x too many blocks)",
+           [("  const auto blocks = static_cast<unsigned>((static_cast<std::int64_t>(n) + kMixBlock - 1) / kMixBlock);\n"
+             "  mix_constant_kernel<<<blocks, kMixBlock, 0, stream>>>(in, out, n);",
+             "  mix_constant_kernel<<<mix_value_blocks(n), kMixValueBlock, 0, stream>>>(in, out, n);")],
+           "[step2][mechanism]", "too many blocks"),
+    Mutant("a block too many (n / B + 1 instead of rounding up)",
+           [("(static_cast<std::int64_t>(n) + kMixBlock - 1) / kMixBlock",
+             "static_cast<std::int64_t>(n) / kMixBlock + 1")],
+           "[step2][mechanism]", "too many blocks"),
+    Mutant("fir_grid given cols and rows swapped",
+           [("fir_registers_kernel<<<fir_grid(rows, cols), kFirBlock, 0, stream>>>",
+             "fir_registers_kernel<<<fir_grid(cols, rows), kFirBlock, 0, stream>>>")],
+           "[step1][mechanism]", "the grid is fir_grid"),
+    Mutant("rotate_grid given height and width swapped",
+           [("rotate_texture_kernel<<<rotate_grid(img.width, img.height),",
+             "rotate_texture_kernel<<<rotate_grid(img.height, img.width),")],
+           "[step3][mechanism]", "every rotation launches rotate_grid"),
 ]

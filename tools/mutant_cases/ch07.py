@@ -81,4 +81,43 @@ MUTANTS = [
            [("      for (int i = first; i < count; ++i) cuda::memcpy_async(dst + i, src + i, sizeof(Word), pipe);\n",
              "")],
            "[step4][correctness]", "the short last tile"),
+    # Issue 26: the grid is the job's (job.blocks blocks of kThreads), not the work's.
+    Mutant("sum_cg launches a block per tile",
+           [("  sum_cg_kernel<<<job.blocks, kThreads, 0, stream>>>(job);",
+             "  const std::size_t tiles = tile_count(job.n);\n"
+             "  sum_cg_kernel<<<static_cast<unsigned>(tiles > 0 ? tiles : 1), kThreads, 0, stream>>>(job);")],
+           "[step1][mechanism]", "a block per tile is not the job's grid"),
+    Mutant("sum_pipeline launches no block beyond the tile count (no idle block)",
+           [("  sum_pipeline_kernel<<<job.blocks, kThreads, shared, stream>>>(job);",
+             "  const std::size_t tiles = tile_count(job.n) > 0 ? tile_count(job.n) : 1;\n"
+             "  const unsigned blocks = static_cast<unsigned>(tiles < static_cast<std::size_t>(job.blocks) ? tiles : "
+             "job.blocks);\n"
+             "  sum_pipeline_kernel<<<blocks, kThreads, shared, stream>>>(job);")],
+           "[step3][mechanism]", "too few blocks"),
+    # Reads past the end of the array (issue 26): each passes the sums (compute_tile counts
+    # only the tile's words) and memcheck is not part of every step; the array of the guard
+    # tests ends at an unmapped page, so each read faults by itself.
+    # Step 1. The short last tile copied as a whole tile.
+    Mutant("the short last tile copied whole by cg::memcpy_async (reads past the array)",
+           [("    cg::memcpy_async(block, tile, job.in + s.first, sizeof(Word) * s.count);\n",
+             "    cg::memcpy_async(block, tile, job.in + s.first, sizeof(Word) * kTileWords);\n")],
+           "[step1][correctness]", "the short last tile is s.count words, not kTileWords"),
+    # Step 2. The same with the barrier's copy.
+    Mutant("the short last tile copied whole by cuda::memcpy_async on the barrier (reads past the array)",
+           [("cuda::memcpy_async(block, tile, job.in + s.first, sizeof(Word) * s.count, bar);",
+             "cuda::memcpy_async(block, tile, job.in + s.first, sizeof(Word) * kTileWords, bar);")],
+           "[step2][correctness]", "copy sizeof(Word) * s.count bytes (tile_span) (step 2"),
+    # Step 3. The slots past the block's last tile fetched anyway: tile_span of a tile that
+    # does not exist is a whole tile past the end (its count wraps round to kTileWords).
+    Mutant("slots past the block's last tile fetched anyway (no t < tiles)",
+           [("    if (t < tiles) {\n", "    if (true) {\n")],
+           "[step3][correctness]", "a fetch of a slot past the block's last tile copies nothing"),
+    # Step 3. The unrolled whole-tile loop taken by the short last tile too.
+    Mutant("the unrolled whole-tile copy for the short last tile too",
+           [("  } else if (count == kTileWords) {\n", "  } else if (count > 0) {\n")],
+           "[step3][correctness]", "the short last tile copies its count words only"),
+    # Step 4. A thread whose piece lies wholly past the tile's words copies 16 bytes anyway.
+    Mutant("16-byte copies of pieces wholly past the end",
+           [("    if (first + 4 <= count) {\n", "    if (first + 4 <= count || first >= count) {\n")],
+           "[step4][correctness]", "lies wholly past the tile's count words copies nothing"),
 ]

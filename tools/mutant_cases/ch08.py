@@ -82,7 +82,7 @@ MUTANTS = [
              "      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count);\n"
              "      cp_async_commit();\n    }\n"),
             ("    __syncwarp();\n    cp_async_commit();\n  };", "    __syncwarp();\n  };")],
-           "[step2][correctness]", "a thread read a tile before all of it landed"),
+           "[step2][correctness]", "Commit one group per tile slot, in every thread, also for the slots past"),
     # Step 2. The power-of-two habit: (slot + 1) & (Stages - 1) wraps right for 1, 2 and 4
     # stages only.
     Mutant("a stage index that wraps wrongly ((slot + 1) & (Stages - 1))",
@@ -179,4 +179,56 @@ MUTANTS = [
     Mutant("the row-stride rule left to the driver",
            [("  if (stride % 16 != 0)\n", "  if (false)\n")],
            "[step5][correctness]", "multiple of 16 bytes"),
+    # Issue 26: the grid is the job's (job.blocks blocks of kThreads), not the work's.
+    Mutant("sum_pipeline launches a block per tile",
+           [("    sum_pipeline_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(job);",
+             "    const std::size_t tiles = tile_count(job.n) > 0 ? tile_count(job.n) : 1;\n"
+             "    sum_pipeline_kernel<decltype(s)::value><<<static_cast<unsigned>(tiles), kThreads, "
+             "stage_bytes(job.stages), stream>>>(job);")],
+           "[step2][mechanism]", "a block per tile is not the job's grid"),
+    Mutant("sum_fast launches no block beyond the tile count (no idle block)",
+           [("    sum_fast_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(job);",
+             "    const std::size_t tiles = tile_count(job.n) > 0 ? tile_count(job.n) : 1;\n"
+             "    const unsigned blocks = static_cast<unsigned>(tiles < static_cast<std::size_t>(job.blocks) ? tiles : "
+             "job.blocks);\n"
+             "    sum_fast_kernel<decltype(s)::value><<<blocks, kThreads, stage_bytes(job.stages), stream>>>(job);")],
+           "[step3][mechanism]", "too few blocks"),
+    Mutant("sum_tma launches a block per box",
+           [("    sum_tma_kernel<kStages><<<job.blocks, kThreads, kBytes, stream>>>(map, job);",
+             "    const std::size_t boxes = box_count(job.in, kPlan.box_rows) > 0 ? box_count(job.in, kPlan.box_rows) : 1;\n"
+             "    sum_tma_kernel<kStages><<<static_cast<unsigned>(boxes), kThreads, kBytes, stream>>>(map, job);")],
+           "[step5][mechanism]", "a block per box is not the job's grid"),
+    # Step 2. The fetch fills the stage being computed (the loop's `use`, not `fill`): the wait
+    # count is right, and the sums are wrong from 2 stages on. The advice must say which
+    # stage to fill, not talk about the wait count (issue 26).
+    Mutant("the fetch fills the stage being computed (use, not fill)",
+           [("      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count);\n",
+             "      copy_share<Fast>(stage_buf + use * kTileWords, job.in + s.first, s.count);\n")],
+           "[step2][correctness]", "never stage k % stages, which this iteration computes on"),
+    # Reads past the end of the array (issue 26): the sums stay right, and the array of the
+    # guard tests ends at an unmapped page, so each read faults by itself.
+    # Step 1 (the provided tile copy). A piece wholly past the end copies 0 bytes from an
+    # address past the array.
+    Mutant("a zero-byte tile-copy piece pointed past the array's end",
+           [("src + (left > 0 ? at : t * kTileBytes), left);", "src + at, left);")],
+           "[step1][correctness]", "a zero-byte copy needs a source that exists"),
+    # Step 2. Slots past the block's last tile fetched anyway: a whole tile past the end.
+    Mutant("slots past the block's last tile fetched anyway (no t < tiles)",
+           [("    if (t < tiles) {\n", "    if (true) {\n")],
+           "[step2][correctness]", "a slot past the block's last tile copies nothing (t < tiles)"),
+    # Step 2. The unrolled whole-tile loop taken by the short last tile too.
+    Mutant("the unrolled whole-tile copy for the short last tile too",
+           [("  } else if (count == kTileWords) {\n", "  } else if (count > 0) {\n")],
+           "[step2][correctness]", "the short last tile copies its count words only (step 2"),
+    # Step 3. The zero-byte copy of a piece wholly past the end pointed at src + 4t, past the
+    # array (memcheck did not report it on the H100): whether the GPU faults on the address
+    # of a copy that reads nothing is what this mutant shows.
+    Mutant("a zero-byte cp.async pointed past the array's end",
+           [("    cp_async<16, Cache::cg>(dst + first, src + (bytes > 0 ? first : 0), bytes);\n",
+             "    cp_async<16, Cache::cg>(dst + first, src + first, bytes);\n")],
+           "[step3][correctness]", "a zero-byte copy still needs a source inside the array"),
+    # Step 4. Every tile bulk-copied as 4 KiB, the short last one too (and expected so).
+    Mutant("the short last tile bulk-copied as a whole tile",
+           [("whole = bytes & ~15u;", "whole = static_cast<unsigned>(kTileBytes);")],
+           "[step4][correctness]", "not a whole tile's 4 KiB"),
 ]
