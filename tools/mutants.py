@@ -20,6 +20,7 @@ tests/runner/supervisor.hpp) and the other steps must still report. Needs a GPU.
     python3 tools/mutants.py --dry            # that every mutant still applies to its solution (no GPU, no build)
     python3 tools/mutants.py 08 --shard 2/3   # the 2nd, 5th, 8th... of chapter 08's (three copies share them)
     python3 tools/mutants.py --jobs 8         # every mutant, eight shards at once (build-mutants-1..8/)
+    python3 tools/mutants.py 09 --only "wait_group 0" --measure "[.measure]"   # a mistake's side of a speed bar
 """
 import argparse
 import os
@@ -172,6 +173,12 @@ def check_mutant(chapter, mutant, solution, meson, args):
     env = dict(os.environ, CML_CASE_TIMEOUT=str(args.case_timeout))
     for name in ("CML_ISOLATE", "CML_TESTS"):  # the watchdog and every case, as ./lab check runs them
         env.pop(name, None)
+    if args.measure:  # the mistake's side of a speed bar: its timings, not a verdict
+        result = subprocess.run([str(exe), args.measure], capture_output=True, text=True, env=env,
+                                timeout=args.run_timeout)
+        print(f"ch{num} {mutant.name}: {args.measure} (exit {result.returncode})")
+        print(result.stdout + result.stderr, flush=True)
+        return result.returncode == 0
     if mutant.whole:
         with tempfile.TemporaryDirectory() as tmp:
             xml = Path(tmp) / "report.xml"
@@ -248,6 +255,9 @@ def parse_args(argv):
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="run the plan as N shards at once, each in its own build-mutants-K/ (N copies "
                         "and N builds; the shards' tests share the GPU, so speed bars are timed under load)")
+    p.add_argument("--measure", metavar="SPEC",
+                   help="run each mutant's test executable on the Catch2 test spec SPEC (\"[.measure]\") "
+                        "and print what it prints, judging nothing: the taught mistake's side of a speed bar")
     p.add_argument("--work", default="build-mutants", help=argparse.SUPPRESS)  # a shard's folder
     p.add_argument("--case-timeout", type=float, default=60, metavar="S",
                    help="the watchdog's limit per test case, CML_CASE_TIMEOUT (default: 60)")
@@ -273,6 +283,8 @@ def parse_args(argv):
         p.error("--jobs wants 1 or more")
     if args.jobs > 1 and args.shard is not None:
         p.error("--jobs makes its own shards: give one or the other")
+    if args.jobs > 1 and args.measure:
+        p.error("--measure times the mutants one after the other: no --jobs (shards would share the GPU)")
     return args
 
 
