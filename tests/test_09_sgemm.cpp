@@ -11,6 +11,7 @@
 //   meson test -C build "ch09 solution"   against the solution
 #include "harness.hpp"
 #include "sgemm.cuh"
+#include "cuda_fault.hpp"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
 #include "integrity.hpp"
@@ -20,14 +21,20 @@
 #include "speed_bar.hpp"
 #include "target_case.hpp"
 
+#include "cml/buffers.hpp"
+#include "cml/end_guard.hpp"
 #include "cml/errors.hpp"
 #include "cml/ncu.hpp"
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
 
+#include <cmath>
+#include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 CML_INTEGRITY_CASE(09, "09_sgemm")
@@ -177,6 +184,89 @@ std::string race_found(const Variant& v, const char* what) {
   return std::string("hazards in ") + v.kernel + ": " + what + " (" + step_text(v.step) + ")";
 }
 
+// ---- Reads past the end -----------------------------------------------------------------------
+
+// A host matrix in device memory that ends where the mapped memory ends (rows x ld floats,
+// a multiple of 16 bytes: nothing of slack), so a read past its last element faults.
+class EndGuardedMatrix {
+ public:
+  explicit EndGuardedMatrix(const ch09::HostMatrix& h)
+      : mem_(static_cast<std::size_t>(h.rows) * static_cast<std::size_t>(h.ld)), rows_(h.rows), cols_(h.cols),
+        ld_(h.ld) {
+    cml::upload(mem_.data(), h.data.data(), mem_.size());
+  }
+  ch09::ConstView view() const { return {mem_.data(), rows_, cols_, ld_}; }
+
+ private:
+  cml::EndGuarded<float> mem_;
+  int rows_, cols_, ld_;
+};
+
+// Last tiles partial in every dimension and k not a multiple of 4; full tiles with a K
+// tail; more k-tiles than any pipeline has stages; one element.
+struct EndShape {
+  int m, n, k;
+};
+const std::vector<EndShape>& end_shapes() {
+  static const std::vector<EndShape> s = {{67, 71, 45}, {128, 128, 37}, {130, 33, 200}, {1, 1, 1}};
+  return s;
+}
+
+// `v` on end_shapes() with A (and B) ending at an unmapped range: no fault, and C as the
+// CPU computes it. The first fault fails the case (the process's context is lost with it)
+// with the shape, the CUDA error and `advice`.
+void check_reads_stop_at_end(const Variant& v, const char* advice) {
+  cml::test::device();
+  if (const std::string why = cml::end_guard_unavailable(); !why.empty()) CML_SKIP(why);
+  for (const EndShape& e : end_shapes()) {
+    const int n = v.is_gram() ? e.m : e.n;
+    const ch09::HostMatrix a_host = ch09::random_matrix(e.m, e.k, 1);
+    const ch09::HostMatrix b_host = v.is_gram() ? ch09::HostMatrix{} : ch09::random_matrix(e.k, n, 2);
+    const EndGuardedMatrix a(a_host);
+    const std::optional<EndGuardedMatrix> b =
+        v.is_gram() ? std::nullopt : std::optional<EndGuardedMatrix>(std::in_place, b_host);
+    const int ldc = ch09::padded_ld(n);
+    const std::size_t c_floats = static_cast<std::size_t>(e.m) * static_cast<std::size_t>(ldc);
+    cml::DeviceBuffer<float> c(c_floats);
+    cml::fill_bytes(c.data(), 0xFF, c_floats * sizeof(float));  // NaN: an element never written shows
+    const ch09::View c_view{c.data(), e.m, n, ldc};
+    std::vector<float> got(c_floats);
+    cml::Stream s;
+    const std::string shape = std::to_string(e.m) + " x " + std::to_string(n) + " x " + std::to_string(e.k);
+    const auto fault = cml::test::cuda_fault([&] {
+      if (v.is_gram())
+        v.gram(a.view(), c_view, s);
+      else
+        v.gemm(a.view(), b->view(), c_view, s);
+      CUDA_CHECK(cudaMemcpyAsync(got.data(), c.data(), c_floats * sizeof(float), cudaMemcpyDeviceToHost, s));
+      s.synchronize();
+    });
+    if (fault)
+      FAIL(v.label() << " on " << shape << " faulted: " << *fault << ". A" << (v.is_gram() ? "" : " and B")
+                     << " end where the mapped memory ends, so the kernel read past the last element: " << advice
+                     << " (" << step_text(v.step) << ")");
+    std::size_t wrong = 0;
+    std::string first;
+    for (int i = 0; i < e.m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double want = 0, mag = 0;
+        for (int p = 0; p < e.k; ++p) {
+          const double t = static_cast<double>(a_host.at(i, p)) * (v.is_gram() ? a_host.at(j, p) : b_host.at(p, j));
+          want += t;
+          mag += std::fabs(t);
+        }
+        const float g = got[static_cast<std::size_t>(i) * ldc + j];
+        if (!(std::fabs(g - want) <= ch09::error_bound(e.k, mag)) && wrong++ == 0)
+          first = "C(" + std::to_string(i) + ", " + std::to_string(j) + ") = " + std::to_string(g) + ", want " +
+                  std::to_string(want);
+      }
+    INFO(v.label() << " on " << shape << " with A" << (v.is_gram() ? "" : " and B")
+                   << " ending at an unmapped page: " << wrong << " elements of C wrong, first " << first << " ("
+                   << step_text(v.step) << ")");
+    REQUIRE(wrong == 0);
+  }
+}
+
 // ---- Speed ----------------------------------------------------------------------------------
 
 // The side of the square problem the speed bars run on: 4096, or less where three matrices
@@ -253,6 +343,11 @@ TEST_CASE("step 1: sgemm_tiled multiplies whole, ragged, non-square, K = 1 and K
   check_shapes(variant("sgemm_tiled"), ch09::gemm_shapes());
 }
 
+TEST_CASE("step 1: sgemm_tiled reads nothing past the last element of A or B", "[ch09][step1][correctness]") {
+  check_reads_stop_at_end(variant("sgemm_tiled"),
+                          "a tile element outside the matrix (row >= m, or k and beyond) must be zero, not loaded");
+}
+
 TEST_CASE("step 1: sgemm_tiled refuses mismatched shapes and leading dimensions", "[ch09][step1][correctness]") {
   check_refuses_bad_shapes(variant("sgemm_tiled"));
 }
@@ -310,6 +405,11 @@ TEST_CASE("step 2: gram_tiled computes A Aᵀ on whole, ragged, thin, K = 1 and 
   check_shapes(variant("gram_tiled"), ch09::gram_shapes());
 }
 
+TEST_CASE("step 2: gram_tiled reads nothing past the last element of A", "[ch09][step2][correctness]") {
+  check_reads_stop_at_end(variant("gram_tiled"),
+                          "both tiles come from A: an element of either outside the matrix must be zero, not loaded");
+}
+
 TEST_CASE("step 2: gram_tiled refuses mismatched shapes and leading dimensions", "[ch09][step2][correctness]") {
   check_refuses_bad_shapes(variant("gram_tiled"));
 }
@@ -357,6 +457,11 @@ TEST_CASE("step 3: sgemm_registers multiplies whole, ragged, non-square, K = 1 a
   check_shapes(variant("sgemm_registers"), ch09::gemm_shapes());
 }
 
+TEST_CASE("step 3: sgemm_registers reads nothing past the last element of A or B", "[ch09][step3][correctness]") {
+  check_reads_stop_at_end(variant("sgemm_registers"),
+                          "a 16-byte piece must be loaded whole only where the row holds all four floats; past the matrix it is zero");
+}
+
 TEST_CASE("step 3: sgemm_registers refuses mismatched shapes and leading dimensions", "[ch09][step3][correctness]") {
   check_refuses_bad_shapes(variant("sgemm_registers"));
 }
@@ -394,6 +499,12 @@ TEST_CASE("step 3: sgemm_registers reaches kRegistersOfCublas of cuBLAS", "[ch09
 TEST_CASE("step 4: sgemm_pipelined multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step4][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
   check_shapes(variant("sgemm_pipelined"), ch09::gemm_shapes());
+}
+
+TEST_CASE("step 4: sgemm_pipelined reads nothing past the last element of A or B", "[ch09][step4][correctness]") {
+  CML_REQUIRE_ASYNC_COPIES();
+  check_reads_stop_at_end(variant("sgemm_pipelined"),
+                          "a copy past the matrix must read 0 bytes from an address inside it (cp.async src-size 0, pointed at the tile), and no tile beyond the last k-tile may be fetched");
 }
 
 TEST_CASE("step 4: sgemm_pipelined refuses mismatched shapes and leading dimensions", "[ch09][step4][correctness]") {
@@ -457,6 +568,12 @@ TEST_CASE("step 4: sgemm_pipelined reaches kPipelinedOfCublas of cuBLAS", "[ch09
 TEST_CASE("step 5: sgemm_tma multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step5][correctness]") {
   CML_REQUIRE_HOPPER_COPIES();
   check_shapes(variant("sgemm_tma"), ch09::gemm_shapes());
+}
+
+TEST_CASE("step 5: sgemm_tma reads nothing past the last element of A or B", "[ch09][step5][correctness]") {
+  CML_REQUIRE_HOPPER_COPIES();
+  check_reads_stop_at_end(variant("sgemm_tma"),
+                          "the tensor maps' dimensions are the matrix's rows and columns (not ld, not rounded up to the box): the copy engine zero-fills what lies outside them");
 }
 
 TEST_CASE("step 5: sgemm_tma refuses mismatched shapes and leading dimensions", "[ch09][step5][correctness]") {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "catch.hpp"
+#include "cuda_fault.hpp"
 #include "enqueue_only.hpp"
 #include "launch_geometry.hpp"
 
@@ -150,19 +151,6 @@ inline const std::vector<cml::tile_sum::Case>& end_guard_cases() {
       {(1u << 17) + 1, 37, "2^17 words + 1 on 37 blocks"},
   };
   return c;
-}
-
-// The CUDA error a launch met, or nothing: a kernel that read past the guard faults
-// (cudaErrorIllegalAddress), and every later call of the process fails too, so the caller
-// stops at the first one.
-template <class Run>
-std::optional<std::string> cuda_fault(Run&& run) {
-  try {
-    run();
-  } catch (const cml::CudaError& e) {
-    return std::string(e.what());
-  }
-  return std::nullopt;
 }
 
 // `fn` on every end_guard_cases() shape, at stages 1..max_stages, with no compute: it runs

@@ -52,6 +52,15 @@ MUTANTS = [
              "    // Outside the matrix")],
            "[step1][correctness]", "ragged edge"),
 
+    # Step 1. A's row bound dropped from the tile load: the last row of blocks loads up to 31
+    # rows past A's end. Their products land only in rows of C that are never stored, so the
+    # results stay right and the harness's guard rows hide the reads; an A that ends at an
+    # unmapped page faults.
+    Mutant("A's row bound dropped from the tile load (rows past m loaded)",
+           [("      as[r][x] = row0 + r < m && p0 + x < k ? a[static_cast<std::size_t>(row0 + r) * lda + p0 + x] : 0.0f;\n",
+             "      as[r][x] = p0 + x < k ? a[static_cast<std::size_t>(row0 + r) * lda + p0 + x] : 0.0f;\n")],
+           "[step1][correctness]", "read past the last element"),
+
     # ---- Step 2 ---------------------------------------------------------------------------
     # Step 2. The transposed tile without its pad: rows_j[x][p] is word 32 x + p, bank p for
     # all 32 lanes (32-way).
@@ -117,6 +126,12 @@ MUTANTS = [
     Mutant("the transposed A tile padded by one float (float4 reads misaligned)",
            [("constexpr int kAPitch = kBlockM + 4;\n", "constexpr int kAPitch = kBlockM + 1;\n")],
            "[step3][correctness]", "misaligned address"),
+
+    # Step 3. Every thread fetches its row of A, inside the matrix or not: rows past m are
+    # read (the results stay right, as in step 1's mutant) and the unmapped page faults.
+    Mutant("the A rows past m fetched too (no row check on the 16-byte loads)",
+           [("  const bool a_inside = row0 + a_row < m;\n", "  const bool a_inside = true;\n")],
+           "[step3][correctness]", "read past the last element"),
 
     # ---- Step 4 ---------------------------------------------------------------------------
     # Step 4. wait_group 0: every committed group waited for, tile t + kStages - 2 too. The
