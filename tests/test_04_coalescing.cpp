@@ -8,6 +8,7 @@
 //   build/tests/test_ch04_solution "[.measure]"   the bars' correct side (and step 1's mistake), five runs
 #include "coalescing.cuh"
 #include "api_calls.hpp"
+#include "cuda_fault.hpp"
 #include "enqueue_only.hpp"
 #include "integrity.hpp"
 #include "gpu.hpp"
@@ -19,6 +20,8 @@
 
 #include "cml/buffers.hpp"
 #include "cml/cli.hpp"
+#include "cml/end_guard.hpp"
+#include "cml/guarded.hpp"
 #include "cml/ncu.hpp"
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
@@ -301,6 +304,39 @@ TEST_CASE("step 2: copy_vectorized copies every element, tails included", "[ch04
                     ch04::copy_vectorized, [](float x) { return x; },
                     " (the last n % 4 floats are the tail; a size past one pass of the grid needs a loop or a grid "
                     "that covers the array: step 2)");
+}
+
+TEST_CASE("step 2: copy_vectorized reads nothing past in[n - 1]", "[ch04][step2][correctness]") {
+  cml::test::device();
+  if (const std::string why = cml::end_guard_unavailable(); !why.empty()) CML_SKIP(why);
+  // The input ends where the mapped memory ends (its end rounded up to 16 bytes: a float4
+  // over the last partial group stays inside), so a read past it faults by itself; the
+  // results alone cannot show it, since what is read there is never stored.
+  for (const std::size_t n : {std::size_t{1}, std::size_t{4}, std::size_t{5}, std::size_t{7}, std::size_t{1024},
+                              std::size_t{1023}, jitter(1u << 20)}) {
+    std::vector<float> host(n);
+    for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000003) + 0.5f;
+    const cml::EndGuarded<float> in(n);
+    cml::upload(in.data(), host.data(), n);
+    const cml::GuardedBuffer<float> out(n);
+    cml::Stream s;
+    std::vector<float> got;
+    std::string wrong;
+    const auto fault = cml::test::cuda_fault([&] {
+      ch04::copy_vectorized(in.data(), out.data(), n, s);
+      wrong = out.read(got, "out", s);
+    });
+    if (fault)
+      FAIL("copy_vectorized with n = " << n << " faulted: " << *fault << ". in ends where the mapped memory ends, "
+           "so the kernel read past in[n - 1]: a thread with no element (past the groups and the tail) must read "
+           "nothing (step 2)");
+    if (wrong.empty())
+      for (std::size_t i = 0; i < n && wrong.empty(); ++i)
+        if (got[i] != host[i]) wrong = "out[" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", want " +
+                                       std::to_string(host[i]);
+    INFO("copy_vectorized with n = " << n << ", in ending at an unmapped page: " << wrong << " (step 2)");
+    REQUIRE(wrong.empty());
+  }
 }
 
 TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what runs, on the stream it is given",
