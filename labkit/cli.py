@@ -44,6 +44,17 @@ def _chapter_parser(prog: str, description: str) -> Parser:
     return p
 
 
+def _positive(text: str) -> int:
+    """A count of 1 or more, checked while parsing (a usage error at once)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"want a whole number of 1 or more, not {text!r}")
+    return value
+
+
 def _gpu_arch(text: str) -> str:
     """--gpu-arch's value checked while parsing, so a bad one is a usage error at once."""
     try:
@@ -101,6 +112,11 @@ def build_parsers() -> dict:
                    help="run the solutions under compute-sanitizer (exit 77 without it)")
     g.add_argument("--maintainer", action="store_true",
                    help="also check that every shipped starter fails its tests")
+    p.add_argument("--repeat", type=_positive, default=1, metavar="N",
+                   help="run every test N times (a verdict that changes between runs is a flaky test)")
+    p.add_argument("chapters", metavar="NN", nargs="*",
+                   help="only these chapters' GPU tests: their solutions, and with --maintainer their "
+                        "starters (default: every chapter, and the cpu suite)")
     ps["test"] = p
     p = Parser(prog="./lab setup", description="Install what is missing (Meson, Ninja, Catch2) and "
                "configure build/. The other commands do this when needed.")

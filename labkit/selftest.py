@@ -9,8 +9,9 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
+from .chapters import load_chapters, resolve_chapter
 from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, ROOT, LabError
 from .diagnostics import extract_compile_errors
 from .junit import skip_lines
@@ -57,13 +58,25 @@ def final_line(counts: dict) -> str:
     return "{} passed, {} failed, {} skipped".format(*totals(counts))
 
 
-def meson_test_command(tc: Toolchain, setup_name: Optional[str], maintainer: bool) -> list:
+def meson_test_command(tc: Toolchain, setup_name: Optional[str], maintainer: bool,
+                       chapters: Sequence[str] = (), repeat: int = 1) -> list:
     """`meson test` with the suites of the self-test: cpu + solutions (+ starters for the
-    maintainer); a sanitizer setup runs the solutions only."""
+    maintainer); a sanitizer setup runs the solutions only. Given chapter numbers, only
+    those chapters' solutions (and starters for the maintainer) run; `repeat` runs every
+    test that many times."""
     cmd = [tc.meson, "test", "-C", tc.build, "--print-errorlogs",
            "--num-processes", str(os.cpu_count() or 1)]
+    if repeat > 1:
+        cmd += ["--repeat", str(repeat)]
     if setup_name:
-        return cmd + ["--setup", setup_name, "--suite", "solutions"]
+        cmd += ["--setup", setup_name]
+    if chapters:
+        names = [f"ch{num} solution" for num in chapters]
+        if maintainer and not setup_name:
+            names += [f"ch{num} starter fails" for num in chapters]
+        return cmd + names
+    if setup_name:
+        return cmd + ["--suite", "solutions"]
     cmd += ["--suite", "cpu", "--suite", "solutions"]
     if maintainer:
         cmd += ["--suite", "starters"]
@@ -132,6 +145,7 @@ def cmd_test(args, root: Path = ROOT) -> int:
     """Builds everything and runs the self-test suites; the last line printed is always
     `N passed, N failed, N skipped`, except for a missing sanitizer (one line, 77)."""
     require_sanitizer(args.setup)
+    chapters = [resolve_chapter(word, load_chapters(root)).num for word in args.chapters]  # a bad NN: before building
     try:
         tc = setup(root, catch2_required=True, show_output=True)
         ensure_sass_tools(tc, root)
@@ -150,7 +164,7 @@ def cmd_test(args, root: Path = ROOT) -> int:
         say(f"full log: {display_path(logs / 'build-all.log')}")
         say(FAILED_TO_START)
         return EXIT_FAIL
-    cmd = meson_test_command(tc, args.setup, args.maintainer)
+    cmd = meson_test_command(tc, args.setup, args.maintainer, chapters, args.repeat)
     say("running: " + " ".join(str(c) for c in cmd[1:]))
     rc, out = stream_command(cmd, tc.env, root, logs / "test.log")
     counts = parse_meson_summary(out)

@@ -628,6 +628,27 @@ class TestParsers(unittest.TestCase):
         self.assertEqual([cmd[i + 1] for i, c in enumerate(cmd) if c == "--suite"], ["solutions"])
         self.assertEqual(cmd[cmd.index("--setup") + 1], "memcheck")
 
+    def test_meson_test_command_chapters_and_repeat(self):
+        tc = toolchain.Toolchain(root=Path("/r"), meson="meson")
+        cmd = selftest.meson_test_command(tc, None, False, ["04", "09"], 5)
+        self.assertEqual(cmd[cmd.index("--repeat") + 1], "5")
+        self.assertNotIn("--suite", cmd)
+        self.assertEqual(cmd[-2:], ["ch04 solution", "ch09 solution"])
+        cmd = selftest.meson_test_command(tc, None, True, ["09"])
+        self.assertNotIn("--repeat", cmd)
+        self.assertEqual(cmd[-2:], ["ch09 solution", "ch09 starter fails"])
+        cmd = selftest.meson_test_command(tc, "racecheck", False, ["07"])
+        self.assertEqual(cmd[cmd.index("--setup") + 1], "racecheck")
+        self.assertEqual(cmd[-1], "ch07 solution")
+
+    def test_lab_test_refuses_a_bad_repeat_or_chapter_before_building(self):
+        for argv, words in ((["test", "--repeat", "0"], "1 or more"), (["test", "--repeat", "x"], "1 or more"),
+                            (["test", "99"], "no chapter")):
+            r = subprocess.run([sys.executable, str(LAB), *argv], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, argv)
+            self.assertIn(words, r.stdout + r.stderr, argv)
+            self.assertNotIn("building everything", r.stdout, argv)
+
     def test_version_tuple(self):
         self.assertEqual(toolchain.version_tuple("1.13.2.git.kitware.jobserver-pipe-1"), (1, 13, 2))
         self.assertGreaterEqual(toolchain.version_tuple("meson 1.3.0"), toolchain.MIN_MESON)
