@@ -268,6 +268,15 @@ struct ManyLanes {
     for (const auto& e : failures) out.push_back(ch03::message(e));
     return out;
   }
+  // run(rounds) with the API calls recorded, the device synchronised after: the calls, and
+  // what each lane threw in `errors`.
+  cml::api::Calls run_recorded(int rounds, std::vector<std::string>& errors) {
+    cml::api::Recorder recorder;
+    errors = run(rounds);
+    auto calls = recorder.stop();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return calls;
+  }
   // "lane k" for the lane whose stream, buffer or signal `what` is; "no lane" otherwise.
   std::string owner(const void* what) const {
     for (std::size_t k = 0; k < lanes.size(); ++k)
@@ -458,10 +467,8 @@ TEST_CASE("step 2: with several lanes in one process, each lane attaches its own
   CML_REQUIRE_TRACING();
   ManyLanes m(20);
   const int rounds = 2;
-  cml::api::Recorder recorder;
-  const auto errors = m.run(rounds);
-  const auto calls = recorder.stop();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::string> errors;
+  const auto calls = m.run_recorded(rounds, errors);
   CML_REQUIRE_API_OK(calls);
   std::vector<std::vector<cml::api::Call>> attaches(m.lanes.size());
   for (std::size_t t = 0; t < m.lanes.size(); ++t)
@@ -572,10 +579,8 @@ TEST_CASE("step 3: with several lanes in one process, each lane's host functions
   CML_REQUIRE_TRACING();
   ManyLanes m(30);
   const int rounds = 3;
-  cml::api::Recorder recorder;
-  const auto errors = m.run(rounds);
-  const auto calls = recorder.stop();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::string> errors;
+  const auto calls = m.run_recorded(rounds, errors);
   CML_REQUIRE_API_OK(calls);
   const auto lane_of = m.threads(calls);
   std::vector<std::size_t> made(m.lanes.size(), 0);
@@ -714,10 +719,8 @@ TEST_CASE("step 4: with several lanes in one process, each lane prefetches its o
   CML_REQUIRE_TRACING();
   ManyLanes m(40);
   const int rounds = 2;
-  cml::api::Recorder recorder;
-  const auto errors = m.run(rounds);
-  const auto calls = recorder.stop();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::string> errors;
+  const auto calls = m.run_recorded(rounds, errors);
   CML_REQUIRE_API_OK(calls);
   const auto lane_of = m.threads(calls);
   std::vector<std::size_t> to_gpu(m.lanes.size(), 0), to_host(m.lanes.size(), 0);
