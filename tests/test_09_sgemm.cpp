@@ -127,7 +127,8 @@ void check_enqueues_only(const Variant& v) {
 // ---- Nsight Compute ---------------------------------------------------------------------
 
 // The counters the chapter reads: global loads (sectors per request: 4 for a warp reading
-// 32 consecutive floats) and shared loads (bank conflicts against wavefronts).
+// 32 consecutive floats), shared loads (bank conflicts against wavefronts) and the FFMA
+// they feed (thread-level: 32 a warp instruction where every lane works).
 const std::vector<std::string>& metrics() {
   static const std::vector<std::string> m = {
       "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -135,10 +136,11 @@ const std::vector<std::string>& metrics() {
       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
       "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
       "smsp__inst_executed_op_shared_ld.sum",
+      "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
   };
   return m;
 }
-enum Metric { kGlobalSectors, kGlobalRequests, kSharedConflicts, kSharedWavefronts, kSharedLoads };
+enum Metric { kGlobalSectors, kGlobalRequests, kSharedConflicts, kSharedWavefronts, kSharedLoads, kThreadFfma };
 
 // The learner's kernel of `v` once, profiled in this executable's [.target] case: its
 // counters (one entry), or none and why.
@@ -492,6 +494,28 @@ TEST_CASE("step 3: sgemm_registers reaches kRegistersOfCublas of cuBLAS", "[ch09
   check_speed(variant("sgemm_registers"), kRegistersOfCublas,
               "one result per thread leaves the kernel bound by shared-memory loads: compute a micro-tile per "
               "thread from fragments held in registers");
+}
+
+// Per warp and k, an 8 x 8 micro-tile from 16-byte loads reads 2 wavefronts of A and 2 of B
+// for 64 FFMA (1/16 a FFMA); step 1's tile reads 5 for 4 (1.25). The bar sits between, in
+// ratio: a quarter of a wavefront per FFMA.
+constexpr double kMaxWavefrontsPerFfma = 0.25;
+
+TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its micro-tile (ncu: wavefronts per FFMA)",
+          "[ch09][step3][mechanism][profile]") {
+  cml::test::device();
+  const Variant& v = variant("sgemm_registers");
+  std::string why;
+  const auto measured = profiled(v, why);
+  CML_REQUIRE_NCU(measured, why);
+  const auto& k = measured.front();
+  const double wavefronts = value(k, kSharedWavefronts), ffma = value(k, kThreadFfma) / 32.0;
+  INFO("sgemm_registers_kernel: ncu counts " << wavefronts << " shared-load wavefronts for " << ffma
+       << " warp FFMA, " << (ffma > 0 ? wavefronts / ffma : 0.0) << " a FFMA; want at most " << kMaxWavefrontsPerFfma
+       << ": each float a thread loads from shared memory must serve a row or a column of its micro-tile (an 8 x 8 "
+          "tile from 16-byte loads reads 1/16 of a wavefront a FFMA; step 1's tile 1.25) (step 3; ./lab hint 09)");
+  CHECK(ffma > 0);
+  CHECK(wavefronts <= kMaxWavefrontsPerFfma * ffma);
 }
 
 // ---- Step 4 ---------------------------------------------------------------------------------
