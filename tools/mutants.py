@@ -288,6 +288,28 @@ def parse_args(argv):
     return args
 
 
+VERDICT = re.compile(r"^(ch\d+) .*?: (caught|NOT CAUGHT|skipped|the mutant does not compile|"
+                     r"the solution no longer contains)")
+
+
+def tally_line(tally, line):
+    """Counts a mutant's verdict line ("chNN name: caught by ...") into tally[chapter]; a
+    mutant that does not build or apply counts as not caught, as its shard does."""
+    m = VERDICT.match(line)
+    if m:
+        counts = tally.setdefault(m.group(1), {"caught": 0, "NOT CAUGHT": 0, "skipped": 0})
+        counts[m.group(2) if m.group(2) in counts else "NOT CAUGHT"] += 1
+
+
+def print_tally(tally):
+    """One line a chapter: how many of its mutants were caught, missed and skipped."""
+    for chapter in sorted(tally):
+        c = tally[chapter]
+        total = sum(c.values())
+        extra = "".join(f", {c[k]} {k.lower()}" for k in ("NOT CAUGHT", "skipped") if c[k])
+        print(f"{chapter}: {c['caught']} of {total} caught{extra}")
+
+
 def run_jobs(args):
     """--jobs N: this script N times at once, shard K/N in build-mutants-K/, their lines
     passed through as they come; exit as the worst shard's (2 error, 1 missed, 77 skipped)."""
@@ -300,12 +322,14 @@ def run_jobs(args):
                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 for k in range(1, args.jobs + 1)]
     lock = threading.Lock()
+    tally = {}
 
     def relay(k, child):
         for line in child.stdout:
             if line.strip() in ("all mutants caught", "") or line.startswith("building the mutants"):
                 continue   # said once below
             with lock:
+                tally_line(tally, line)
                 print(f"[{k}] {line}", end="", flush=True)
 
     threads = [threading.Thread(target=relay, args=(k, c)) for k, c in enumerate(children, 1)]
@@ -314,6 +338,7 @@ def run_jobs(args):
     for t in threads:
         t.join()
     codes = [c.wait() for c in children]
+    print_tally(tally)
     worst = next((code for code in (2, 1, 77) if code in codes), 0)
     if any(code not in (0, 1, 2, 77) for code in codes):
         worst = 2
