@@ -39,6 +39,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -297,6 +298,19 @@ struct ManyLanes {
         if (c.stream == lanes[k]->lane.stream &&
             (kernel || (name == "cudaStreamAttachMemAsync" && c.ptr == lanes[k]->lane.data)))
           out.emplace(c.thread, k);
+    }
+    return out;
+  }
+  // The calls named `name` (a runtime function) that a lane's thread made, each with the
+  // index of that lane; calls from other threads (the test's own) are left out.
+  std::vector<std::pair<std::size_t, const cml::api::Call*>> lane_calls(const cml::api::Calls& calls,
+                                                                        const char* name) const {
+    const auto lane_of = threads(calls);
+    std::vector<std::pair<std::size_t, const cml::api::Call*>> out;
+    for (const auto& c : calls.calls) {
+      if (cml::test::base_name(c.name) != name) continue;
+      const auto it = lane_of.find(c.thread);
+      if (it != lane_of.end()) out.emplace_back(it->second, &c);
     }
     return out;
   }
@@ -582,13 +596,9 @@ TEST_CASE("step 3: with several lanes in one process, each lane's host functions
   std::vector<std::string> errors;
   const auto calls = m.run_recorded(rounds, errors);
   CML_REQUIRE_API_OK(calls);
-  const auto lane_of = m.threads(calls);
   std::vector<std::size_t> made(m.lanes.size(), 0);
-  for (const auto& c : calls.calls) {
-    if (cml::test::base_name(c.name) != "cudaLaunchHostFunc") continue;
-    const auto it = lane_of.find(c.thread);
-    if (it == lane_of.end()) continue;  // not a lane's thread
-    const std::size_t t = it->second;
+  for (const auto& [t, call] : m.lane_calls(calls, "cudaLaunchHostFunc")) {
+    const cml::api::Call& c = *call;
     ++made[t];
     {
       INFO(m.describe(t) << " enqueued a host function on " << m.owner(c.stream) << "'s stream: on another lane's "
@@ -722,13 +732,9 @@ TEST_CASE("step 4: with several lanes in one process, each lane prefetches its o
   std::vector<std::string> errors;
   const auto calls = m.run_recorded(rounds, errors);
   CML_REQUIRE_API_OK(calls);
-  const auto lane_of = m.threads(calls);
   std::vector<std::size_t> to_gpu(m.lanes.size(), 0), to_host(m.lanes.size(), 0);
-  for (const auto& c : calls.calls) {
-    if (cml::test::base_name(c.name) != "cudaMemPrefetchAsync") continue;
-    const auto it = lane_of.find(c.thread);
-    if (it == lane_of.end()) continue;  // not a lane's thread
-    const std::size_t t = it->second;
+  for (const auto& [t, call] : m.lane_calls(calls, "cudaMemPrefetchAsync")) {
+    const cml::api::Call& c = *call;
     const ch03::Lane& lane = m.lanes[t]->lane;
     (c.location.type == cudaMemLocationTypeDevice ? to_gpu : to_host)[t]++;
     {
