@@ -29,7 +29,6 @@
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
 
-#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <optional>
@@ -218,66 +217,46 @@ class EndGuardedMatrix {
 
 // Last tiles partial in every dimension and k not a multiple of 4; full tiles with a K
 // tail; more k-tiles than any pipeline has stages; one element.
-struct EndShape {
-  int m, n, k;
-};
-const std::vector<EndShape>& end_shapes() {
-  static const std::vector<EndShape> s = {{67, 71, 45}, {128, 128, 37}, {130, 33, 200}, {1, 1, 1}};
-  return s;
+const std::vector<Shape>& end_shapes(bool gram) {
+  static const std::vector<Shape> gemm = {ch09::gemm_shape(67, 71, 45), ch09::gemm_shape(128, 128, 37),
+                                          ch09::gemm_shape(130, 33, 200), ch09::gemm_shape(1, 1, 1)};
+  static const std::vector<Shape> gram_shapes = {ch09::gram_shape(67, 45), ch09::gram_shape(128, 37),
+                                                 ch09::gram_shape(130, 200), ch09::gram_shape(1, 1)};
+  return gram ? gram_shapes : gemm;
 }
 
-// `v` on end_shapes() with A (and B) ending at an unmapped range: no fault, and C as the
-// CPU computes it. The first fault fails the case (the process's context is lost with it)
-// with the shape, the CUDA error and `advice`.
+// `v` on end_shapes() with A (and B) copied to memory that ends at an unmapped range: no
+// fault, and C as the CPU computes it (the harness's comparison). The first fault fails the
+// case (the process's context is lost with it) with the shape, the CUDA error and `advice`.
 void check_reads_stop_at_end(const Variant& v, const char* advice) {
   cml::test::device();
   if (const std::string why = cml::end_guard_unavailable(); !why.empty()) CML_SKIP(why);
-  for (const EndShape& e : end_shapes()) {
-    const int n = v.is_gram() ? e.m : e.n;
-    const ch09::HostMatrix a_host = ch09::random_matrix(e.m, e.k, 1);
-    const ch09::HostMatrix b_host = v.is_gram() ? ch09::HostMatrix{} : ch09::random_matrix(e.k, n, 2);
-    const EndGuardedMatrix a(a_host);
+  for (const Shape& shape : end_shapes(v.is_gram())) {
+    const ch09::Problem p(shape);
+    const EndGuardedMatrix a(p.a());
     const std::optional<EndGuardedMatrix> b =
-        v.is_gram() ? std::nullopt : std::optional<EndGuardedMatrix>(std::in_place, b_host);
-    const int ldc = ch09::padded_ld(n);
-    const std::size_t c_floats = static_cast<std::size_t>(e.m) * static_cast<std::size_t>(ldc);
-    cml::DeviceBuffer<float> c(c_floats);
-    cml::fill_bytes(c.data(), 0xFF, c_floats * sizeof(float));  // NaN: an element never written shows
-    const ch09::View c_view{c.data(), e.m, n, ldc};
-    std::vector<float> got(c_floats);
+        v.is_gram() ? std::nullopt : std::optional<EndGuardedMatrix>(std::in_place, p.b());
     cml::Stream s;
-    const std::string shape = std::to_string(e.m) + " x " + std::to_string(n) + " x " + std::to_string(e.k);
+    ch09::Report r;
     const auto fault = cml::test::cuda_fault([&] {
-      if (v.is_gram())
-        v.gram(a.view(), c_view, s);
-      else
-        v.gemm(a.view(), b->view(), c_view, s);
-      CUDA_CHECK(cudaMemcpyAsync(got.data(), c.data(), c_floats * sizeof(float), cudaMemcpyDeviceToHost, s));
-      s.synchronize();
+      r = ch09::run_and_compare(
+          p,
+          [&](cudaStream_t st) {
+            if (v.is_gram())
+              v.gram(a.view(), p.c_view(), st);
+            else
+              v.gemm(a.view(), b->view(), p.c_view(), st);
+          },
+          ch09::cpu_reference_full(p), s);
     });
     if (fault)
-      FAIL(v.label() << " on " << shape << " faulted: " << *fault << ". A" << (v.is_gram() ? "" : " and B")
+      FAIL(v.label() << " on " << ch09::describe(shape) << " faulted: " << *fault << ". A"
+                     << (v.is_gram() ? "" : " and B")
                      << " end where the mapped memory ends, so the kernel read past the last element: " << advice
                      << " (" << step_text(v.step) << ")");
-    std::size_t wrong = 0;
-    std::string first;
-    for (int i = 0; i < e.m; ++i)
-      for (int j = 0; j < n; ++j) {
-        double want = 0, mag = 0;
-        for (int p = 0; p < e.k; ++p) {
-          const double t = static_cast<double>(a_host.at(i, p)) * (v.is_gram() ? a_host.at(j, p) : b_host.at(p, j));
-          want += t;
-          mag += std::fabs(t);
-        }
-        const float g = got[static_cast<std::size_t>(i) * ldc + j];
-        if (!(std::fabs(g - want) <= ch09::error_bound(e.k, mag)) && wrong++ == 0)
-          first = "C(" + std::to_string(i) + ", " + std::to_string(j) + ") = " + std::to_string(g) + ", want " +
-                  std::to_string(want);
-      }
-    INFO(v.label() << " on " << shape << " with A" << (v.is_gram() ? "" : " and B")
-                   << " ending at an unmapped page: " << wrong << " elements of C wrong, first " << first << " ("
-                   << step_text(v.step) << ")");
-    REQUIRE(wrong == 0);
+    INFO(v.label() << " on " << ch09::describe(shape) << " with A" << (v.is_gram() ? "" : " and B")
+                   << " ending at an unmapped page: " << r.describe() << " (" << step_text(v.step) << ")");
+    REQUIRE(r.ok);
   }
 }
 
