@@ -155,13 +155,12 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
 // blocks per SM and no compute (copy-bound, occupancy limited: where the lesson shows).
 // Each sits between the slowest correct figure and the fastest mistake of the H100 and the
 // H200, which differ; docs/07_memcpy_async.md, "Speed bars", has both sides of each.
-//   The 3-stage pipeline over its own 1-stage form: the overlap itself (no overlap: 1.0;
-//   the pipeline 1.70 on the H200).
+//   The 3-stage pipeline over its own 1-stage form: the overlap itself (no overlap: 1.0).
 constexpr double kStagesOverOne = 1.35;
 //   The pipeline over register staging (one stage, no overlap: about 0.8).
 constexpr double kPipelineOverSync = 1.2;
-//   The 4-byte pipeline against the plain vectorised read-only kernel (the pipeline 0.70 on
-//   the H200; one stage 0.51 on the H100).
+//   The 4-byte pipeline against the plain vectorised read-only kernel (one stage: 0.51 on
+//   the H100, the faster GPU for it).
 constexpr double kPipelineOverReadOnly = 0.6;
 //   Step 4: the 16-byte copies over step 3's 4-byte ones (the mistake, 4-byte copies on the
 //   fast path: 1.0). The H100's gap is narrow: its slower memory leaves the 4-byte loop time

@@ -487,9 +487,8 @@ TEST_CASE("step 3: sgemm_registers reaches kRegistersOfCublas of cuBLAS", "[ch09
               "thread from fragments held in registers");
 }
 
-// Per warp and k, an 8 x 8 micro-tile from 16-byte loads reads 2 wavefronts of A and 2 of B
-// for 64 FFMA (1/16 a FFMA); step 1's tile reads 5 for 4 (1.25). The bar sits between, in
-// ratio: a quarter of a wavefront per FFMA.
+// Shared-load wavefronts per warp FFMA: an 8 x 8 micro-tile from 16-byte loads reads 1/16,
+// step 1's tile several times more than this bar (docs/09_sgemm.md, step 3, counts both).
 constexpr double kMaxWavefrontsPerFfma = 0.25;
 
 TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its micro-tile (ncu: wavefronts per FFMA)",
