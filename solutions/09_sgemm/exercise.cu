@@ -80,14 +80,15 @@ static_assert(kWarpM * kWarpN == 32 * kMicro * kMicro, "a warp's 32 threads cove
 struct TileOrigin {
   int row0, col0;
 };
+template <int BlockM = kBlockM, int BlockN = kBlockN>
 __device__ __forceinline__ TileOrigin grouped_tile(int m, int n) {
   constexpr int kGroup = 8;
-  const int tiles_m = ceil_div(m, kBlockM), tiles_n = ceil_div(n, kBlockN);
+  const int tiles_m = ceil_div(m, BlockM), tiles_n = ceil_div(n, BlockN);
   const int b = static_cast<int>(blockIdx.x), per_group = kGroup * tiles_n;
   const int first = b / per_group * kGroup;
   const int height = min(tiles_m - first, kGroup);
   const int in_group = b % per_group;
-  return {(first + in_group % height) * kBlockM, in_group / height * kBlockN};
+  return {(first + in_group % height) * BlockM, in_group / height * BlockN};
 }
 
 // Floats row[col .. col + 3] of a matrix row `cols` long, zeros from `cols` on. col is a
@@ -140,14 +141,15 @@ static_assert(kBlockM * kBK / 4 == kThreads && kBK * kBlockN / 4 == kThreads, "o
 // at once are consecutive: a pad or a swizzle can then give them 8 different 16-byte bank
 // groups (with runs of 4 rows, as in step 3, no pad can).
 __device__ __forceinline__ int pipe_first_row(int warp, int lane) { return (warp / kWarpsN) * kWarpM + lane / 4; }
-__device__ __forceinline__ int pipe_first_col(int warp, int lane) { return (warp % kWarpsN) * kWarpN + lane % 4 * 4; }
+template <int WarpN = kWarpN, int WarpsN = kWarpsN>
+__device__ __forceinline__ int pipe_first_col(int warp, int lane) { return (warp % WarpsN) * WarpN + lane % 4 * 4; }
 
 // One stage's worth of k (BK) into acc. as: BK floats per row of A's tile, row pitch
 // APitch; `swizzle` is the XOR the copy applied to the 16-byte piece index of this thread's
 // rows (0 where a pad does the work). bs: B's tile, rows of kBlockN floats.
-template <int BK, int APitch>
+template <int BK, int APitch, int MicroN = kMicro, int BlockN = kBlockN>
 __device__ __forceinline__ void multiply_stage(const float* as, const float* bs, int am, int bn, int swizzle,
-                                               float (&acc)[kMicro][kMicro]) {
+                                               float (&acc)[kMicro][MicroN]) {
 #pragma unroll
   for (int q = 0; q < BK / 4; ++q) {
     float af[kMicro][4];
@@ -156,26 +158,28 @@ __device__ __forceinline__ void multiply_stage(const float* as, const float* bs,
       unpack(*reinterpret_cast<const float4*>(as + (am + 8 * i) * APitch + 4 * (q ^ swizzle)), af[i]);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      float bv[kMicro];
-      unpack(*reinterpret_cast<const float4*>(bs + (4 * q + kk) * kBlockN + bn), bv);
-      unpack(*reinterpret_cast<const float4*>(bs + (4 * q + kk) * kBlockN + bn + 16), bv + 4);
+      float bv[MicroN];
+#pragma unroll
+      for (int jj = 0; jj < MicroN / 4; ++jj)
+        unpack(*reinterpret_cast<const float4*>(bs + (4 * q + kk) * BlockN + bn + 16 * jj), bv + 4 * jj);
 #pragma unroll
       for (int i = 0; i < kMicro; ++i)
 #pragma unroll
-        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(af[i][kk], bv[j], acc[i][j]);
+        for (int j = 0; j < MicroN; ++j) acc[i][j] = fmaf(af[i][kk], bv[j], acc[i][j]);
     }
   }
 }
 
+template <int MicroN>
 __device__ __forceinline__ void store_pipe_tile(float* __restrict__ c, int ldc, int m, int n, int row, int col,
-                                                const float (&acc)[kMicro][kMicro]) {
+                                                const float (&acc)[kMicro][MicroN]) {
 #pragma unroll
   for (int i = 0; i < kMicro; ++i) {
     const int r = row + 8 * i;
     if (r >= m) continue;
     float* out = c + static_cast<std::size_t>(r) * ldc;
-    store4(out, col, n, acc[i]);
-    store4(out, col + 16, n, acc[i] + 4);
+#pragma unroll
+    for (int jj = 0; jj < MicroN / 4; ++jj) store4(out, col + 16 * jj, n, acc[i] + 4 * jj);
   }
 }
 
@@ -232,8 +236,16 @@ __device__ __forceinline__ int piece_bytes(int col, int cols) {
 
 // ---- Step 5's tiles, barriers and copies -----------------------------------------------------
 namespace tma {
+// A block tile of 128 x 256 at one block per SM: 8 x 16 results a thread (warps 2 x 4, each
+// 64 x 64), fed by the same 16-byte fragment loads, with 4 stages of 48 KiB.
+constexpr int kBlockN = 256;
+constexpr int kWarpN = 64, kWarpsN = kBlockN / kWarpN;
+constexpr int kMicroN = 16;
+constexpr int kBlocksPerSm = 1;
+static_assert((kBlockM / kWarpM) * kWarpsN * 32 == kThreads && kWarpM * kWarpN == 32 * kMicro * kMicroN,
+              "8 warps of 64 x 64, a thread 8 x 16");
 constexpr int kBK = 32;
-constexpr int kStages = 3;
+constexpr int kStages = 4;
 // A's box is 32 floats wide: each of its rows is exactly 128 bytes, the span of the
 // 128-byte swizzle. The copy engine stores the 16-byte piece j of row r at piece
 // j ^ (r % 8), so the 8 consecutive rows a warp reads at one k (all in the same bank group
@@ -249,7 +261,7 @@ constexpr unsigned kStageBytes = kStageFloats * sizeof(float);  // what one stag
 // stages start on 1024 bytes (the dynamic buffer is aligned up at run time, hence the
 // slack), and each box is a multiple of 1024 bytes.
 constexpr int kAlign = 1024;
-constexpr int kSmemBytes = kStages * static_cast<int>(kStageBytes) + kAlign;  // 97 KiB
+constexpr int kSmemBytes = kStages * static_cast<int>(kStageBytes) + kAlign;  // 193 KiB
 static_assert(kAFloats * sizeof(float) % kAlign == 0 && kStageBytes % kAlign == 0, "boxes stay 1024-byte aligned");
 // A box dimension is at most 256 elements, and its rows a multiple of 16 bytes.
 static_assert(kBK <= 256 && kBlockM <= 256 && kBlockN <= 256 && kBlockN * sizeof(float) % 16 == 0, "TMA box rules");
@@ -706,7 +718,7 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // at its end: by then the other warps have usually finished tile t - 1, so its wait on the
 // empty barrier rarely stalls, and kStages - 1 tiles stay in flight behind the one computed.
 // The maps are __grid_constant__ parameters: the copy engine reads them where they lie.
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
     sgemm_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      float* __restrict__ c, int ldc, int m, int n, int k) {
 #if CH09_SM90
@@ -716,7 +728,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const std::uint32_t raw = shared_address(dyn_smem);
   float* const stages =
       reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(dyn_smem) + (kAlign - raw % kAlign) % kAlign);
-  const TileOrigin tile = grouped_tile(m, n);
+  const TileOrigin tile = grouped_tile<kBlockM, tma::kBlockN>(m, n);
   const int row0 = tile.row0, col0 = tile.col0;
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int tiles_k = ceil_div(k, kBK);
@@ -742,9 +754,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
   // The copy engine applied the 128-byte swizzle to A's rows: piece j of row r lies at
   // piece j ^ (r % 8). This thread's rows are am + 8 i, all with r % 8 == am % 8.
-  const int am = pipe_first_row(warp, lane), bn = pipe_first_col(warp, lane);
+  const int am = pipe_first_row(warp, lane), bn = pipe_first_col<tma::kWarpN, tma::kWarpsN>(warp, lane);
   const int swizzle = am % 8;
-  float acc[kMicro][kMicro] = {};
+  float acc[kMicro][tma::kMicroN] = {};
   int stage = 0;
   unsigned parity = 0;
   for (int t = 0; t < tiles_k; ++t) {
@@ -756,7 +768,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     }
     wait_phase(&full[stage], parity, true, stage);
     const float* as = stages + stage * kStageFloats;
-    multiply_stage<kBK, kBK>(as, as + kAFloats, am, bn, swizzle, acc);
+    multiply_stage<kBK, kBK, tma::kMicroN, tma::kBlockN>(as, as + kAFloats, am, bn, swizzle, acc);
     mbarrier_arrive(&empty[stage]);
     if (++stage == kStages) {
       stage = 0;
@@ -786,11 +798,11 @@ void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   CUtensorMap map_a{}, map_b{};
   if (k > 0) {
     map_a = tensor_map(a.data, m, k, a.ld, kBlockM, tma::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
-    map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
+    map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, tma::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   static const bool asked = allow_shared(sgemm_tma_kernel, tma::kSmemBytes);
   (void)asked;
-  sgemm_tma_kernel<<<tile_blocks(m, n, kBlockM, kBlockN), kThreads, tma::kSmemBytes, stream>>>(map_a, map_b, c.data,
+  sgemm_tma_kernel<<<tile_blocks(m, n, kBlockM, tma::kBlockN), kThreads, tma::kSmemBytes, stream>>>(map_a, map_b, c.data,
                                                                                                c.ld, m, n, k);
   CUDA_CHECK_LAUNCH();
 }

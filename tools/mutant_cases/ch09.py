@@ -193,7 +193,7 @@ MUTANTS = [
     # Step 5. One stage: each tile is loaded, then computed, with no copy in flight during
     # the math. Right results and every barrier in place; only the speed bar sees it.
     Mutant("one stage (each tile's boxes awaited before its math, none in flight during it)",
-           [("constexpr int kStages = 3;\n", "constexpr int kStages = 1;\n")],
+           [("constexpr int kBK = 32;\nconstexpr int kStages = 4;\n", "constexpr int kBK = 32;\nconstexpr int kStages = 1;\n")],
            "[step5][perf]", "keep several stages of TMA loads in flight"),
     # Step 5. The byte count in the wrong unit: kStageBytes is already bytes. The phase
     # waits for 4 x the bytes the two boxes deliver and never completes; the bounded wait
@@ -215,8 +215,8 @@ MUTANTS = [
     # of k by 32 columns, the same bytes (so the phase completes), laid out where the
     # kernel expects 32 rows of 128.
     Mutant("B's box dimensions swapped (128 rows x 32 columns)",
-           [("    map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);\n",
-             "    map_b = tensor_map(b.data, k, n, b.ld, kBlockN, tma::kBK, CU_TENSOR_MAP_SWIZZLE_NONE);\n")],
+           [("    map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, tma::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);\n",
+             "    map_b = tensor_map(b.data, k, n, b.ld, tma::kBlockN, tma::kBK, CU_TENSOR_MAP_SWIZZLE_NONE);\n")],
            "[step5][correctness]", "wrong everywhere"),
     # Step 5. A's box swapped: 128 floats (512 bytes) a box row, past the 128-byte swizzle's
     # span, which the driver refuses (the wrapper throws with the CUresult).
