@@ -45,6 +45,9 @@ struct Call {
   const void* func = nullptr;     // a kernel launch: the kernel's host-side handle
   std::array<const void*, 4> pointers{};  // a kernel launch asked for in Recorder's `pointers`: its
                                           // first parameters' values, in order
+  std::array<unsigned, 5> box{};  // cuTensorMapEncodeTiled (a driver call, the one recorded): the box's
+                                  // elements per dimension, innermost first (0 past its rank); `ptr` is
+                                  // the tensor's address and `bytes` one box's bytes
 };
 
 // Kernels whose pointers a recording keeps: those whose (mangled) name contains `name`,
@@ -64,7 +67,9 @@ struct Calls {
   std::vector<Call> named(const std::string& name) const;
 };
 
-// Records from construction to stop(). One at a time per process.
+// Records from construction to stop(). One at a time per process. Of the driver API only
+// cuTensorMapEncodeTiled is recorded, made directly or through the runtime's entry point:
+// the boxes a TMA kernel's stages are made of.
 class Recorder {
  public:
   explicit Recorder(std::vector<KernelPointers> pointers = {});

@@ -40,6 +40,7 @@ struct KernelRecord {
   std::uint32_t correlation_id = 0;
   std::array<std::int32_t, 3> grid{};   // the launch's grid (x, y, z)
   std::array<std::int32_t, 3> block{};  // and block
+  std::int32_t shared_bytes = 0;        // shared memory per block, static and dynamic
   Interval when;
 };
 

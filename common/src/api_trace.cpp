@@ -48,14 +48,67 @@ void kernel_launch(Call& c, const char* symbol, void** args) {
   }
 }
 
+// Bytes of one element of a tensor map's type (the sub-byte packed types count as one).
+std::size_t element_bytes(CUtensorMapDataType t) {
+  switch (t) {
+    case CU_TENSOR_MAP_DATA_TYPE_UINT16:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16:
+      return 2;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT32:
+    case CU_TENSOR_MAP_DATA_TYPE_INT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ:
+      return 4;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT64:
+    case CU_TENSOR_MAP_DATA_TYPE_INT64:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+void tensor_map_encode(Call& c, const cuTensorMapEncodeTiled_params* a) {
+  c.name = "cuTensorMapEncodeTiled";
+  c.ptr = a->globalAddress;
+  const unsigned rank = a->tensorRank < c.box.size() ? a->tensorRank : static_cast<unsigned>(c.box.size());
+  std::size_t elements = rank > 0 && a->boxDim != nullptr ? 1 : 0;
+  for (unsigned i = 0; i < rank && a->boxDim != nullptr; ++i) {
+    c.box[i] = a->boxDim[i];
+    elements *= a->boxDim[i];
+  }
+  c.bytes = elements * element_bytes(a->tensorDataType);
+}
+
+void keep(Call c) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (++s.counts[c.name] > kMaxListedPerName) {
+    ++s.unlisted;
+    return;
+  }
+  s.calls.push_back(std::move(c));
+}
+
 void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (info->callbackSite != CUPTI_API_ENTER) return;
   Call c;
   c.name = info->functionName != nullptr ? info->functionName : "";
   c.thread = std::this_thread::get_id();
   const void* p = info->functionParams;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (id != CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled) return;
+    tensor_map_encode(c, static_cast<const cuTensorMapEncodeTiled_params*>(p));
+    keep(std::move(c));
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return;
+  }
   switch (id) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAttachMemAsync_v6000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAttachMemAsync_ptsz_v7000: {
@@ -142,13 +195,7 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, c
     default:
       break;
   }
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (++s.counts[c.name] > kMaxListedPerName) {
-    ++s.unlisted;
-    return;
-  }
-  s.calls.push_back(std::move(c));
+  keep(std::move(c));
 }
 
 }  // namespace
@@ -178,8 +225,14 @@ Recorder::Recorder(std::vector<KernelPointers> pointers) {
     s.subscriber = nullptr;
     return;
   }
-  if (const CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API); r != CUPTI_SUCCESS) {
-    error_ = cupti_failure(r, "cuptiEnableDomain");
+  CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  const char* what = "cuptiEnableDomain";
+  if (r == CUPTI_SUCCESS) {
+    r = cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled);
+    what = "cuptiEnableCallback (cuTensorMapEncodeTiled)";
+  }
+  if (r != CUPTI_SUCCESS) {
+    error_ = cupti_failure(r, what);
     cuptiUnsubscribe(s.subscriber);
     s.subscriber = nullptr;
   }

@@ -45,6 +45,8 @@ CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridX);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridY);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridZ);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockX);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, staticSharedMemory);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, dynamicSharedMemory);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockY);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockZ);
 CML_SAME_OFFSET(CUpti_ActivityUnifiedMemoryCounter3, CUpti_ActivityUnifiedMemoryCounter2, counterKind);
@@ -146,6 +148,7 @@ void parse(const CUpti_Activity* rec, Trace& into) {
       k.correlation_id = r->correlationId;
       k.grid = {r->gridX, r->gridY, r->gridZ};
       k.block = {r->blockX, r->blockY, r->blockZ};
+      k.shared_bytes = r->staticSharedMemory + r->dynamicSharedMemory;
       k.when = {r->start, r->end};
       into.kernels.push_back(std::move(k));
       break;

@@ -181,20 +181,20 @@ MUTANTS = [
 
     # ---- Step 5 ---------------------------------------------------------------------------
     # Step 5. No wait on the empty barrier: thread 0 refills the stage of tile t - 1 while
-    # other warps may still read it. The racecheck target (67 x 71 x 200: 7 k-tiles of 32
-    # over 3 stages) runs the refill. racecheck does not track TMA's writes (on the H200 it
-    # reported nothing for this mutant), so the target also checks C against the CPU: under
-    # the tool the threads run many times slower than the copy engine, and a refilled stage
-    # shows in the result (added after that run; not yet seen to catch it on a GPU).
+    # other warps may still read it. The racecheck target (67 x 71 x 200: 7 k-tiles of 32)
+    # runs the refill. racecheck does not track TMA's writes, so the target also checks C
+    # against the CPU. On the H200 that caught this mutant with 128 x 128 tiles in 3 stages,
+    # and not with the solution's 128 x 256 in 4 (docs/09_sgemm.md, step 5): a known gap.
     Mutant("no wait on the empty barrier before the refill (a stage overwritten while read)",
            [("      const unsigned prev_parity = stage == 0 ? parity ^ 1u : parity;\n"
              "      wait_phase(&empty[prev], prev_parity, false, prev);\n", "")],
            "[step5][mechanism]", "racecheck found hazards in sgemm_tma_kernel"),
     # Step 5. One stage: each tile is loaded, then computed, with no copy in flight during
-    # the math. Right results and every barrier in place; only the speed bar sees it.
+    # the math. Right results and every barrier in place, and 0.86 of cuBLAS on the H200,
+    # above correct two-stage tiles: the kernel's shared memory against its boxes sees it.
     Mutant("one stage (each tile's boxes awaited before its math, none in flight during it)",
            [("constexpr int kBK = 32;\nconstexpr int kStages = 4;\n", "constexpr int kBK = 32;\nconstexpr int kStages = 1;\n")],
-           "[step5][perf]", "keep several stages of TMA loads in flight"),
+           "[step5][mechanism]", "Give the pipeline two or more stages"),
     # Step 5. The byte count in the wrong unit: kStageBytes is already bytes. The phase
     # waits for 4 x the bytes the two boxes deliver and never completes; the bounded wait
     # gives up after 4 s with its message and traps (a sticky error: the case runs alone).
