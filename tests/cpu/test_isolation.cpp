@@ -39,6 +39,11 @@ TEST_CASE("the learner reads which step hung, for how long, and where to look", 
   CHECK_THAT(exit_message(2, 5, "n"), Contains("step 2 ended with exit status 5"));
 }
 
+TEST_CASE("a case not run after its step hung names the case that hung", "[isolation]") {
+  CHECK(not_run_message(2, "step 2: sums \"ragged\"") ==
+        "not run: step 2's kernel already hung in 'step 2: sums \"ragged\"' (fix that first)");
+}
+
 TEST_CASE("sticky CUDA errors are recognised by name or by CUDA's words, the first one first", "[isolation]") {
   CHECK(sticky_cuda_error("x: cudaErrorIllegalAddress: an illegal memory access was encountered") ==
         "cudaErrorIllegalAddress (an illegal memory access was encountered)");
@@ -115,4 +120,16 @@ TEST_CASE("document wraps the cases in one suite with counts taken from them", "
   CHECK_THAT(doc, Contains("type=\"isolation\">\nthe kernel of step 3 never finished\n"));
   CHECK_THAT(doc, Contains("out?put"));
   CHECK(junit::testcases(doc).size() == 4);
+}
+
+TEST_CASE("a case not run is a skip in the report, never a pass or a failure", "[isolation]") {
+  const std::string tc = junit::not_run_testcase("suite", "step 2: <b>", "not run: step 2's kernel already hung");
+  CHECK(junit::has_skip(tc));
+  CHECK_FALSE(junit::has_failure(tc));
+  CHECK_THAT(tc, Contains("name=\"step 2: &lt;b&gt;\" time=\"0.000\" status=\"notrun\""));
+  CHECK_THAT(tc, Contains("<skipped message=\"not run: step 2's kernel already hung\">"));
+  const std::string doc = junit::document(
+      "suite", {junit::failed_testcase("suite", "step 2: a", 60, "the kernel of step 2 never finished", ""), tc}, 60);
+  CHECK_THAT(doc, Contains("errors=\"0\" failures=\"1\" skipped=\"1\" tests=\"2\""));
+  CHECK(junit::testcases(doc).size() == 2);
 }

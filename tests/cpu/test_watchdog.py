@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The test main's supervisor mode, proven without a GPU: watchdog_cases' test cases pass,
 fail, hang, abort, crash, skip and exit early; run isolated (CML_ISOLATE=on), each must be
-reported as itself, the hung one by the watchdog's message naming its step, within a time
-bound, with the JUnit reports merged into one file ./lab check can read, and no process
-left behind. Run: python3 tests/cpu/test_watchdog.py build/tests/watchdog_cases
+reported as itself, the hung one by the watchdog's message naming its step, the hung step's
+later case as not run (never started), within a time bound, with the JUnit reports merged
+into one file ./lab check can read, and no process left behind.
+Run: python3 tests/cpu/test_watchdog.py build/tests/watchdog_cases
 """
 import importlib.machinery
 import importlib.util
@@ -79,8 +80,10 @@ class Supervisor(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.xml = Path(cls.tmp.name) / "report.xml"
         cls.pidfile = Path(cls.tmp.name) / "pids"
+        cls.started = Path(cls.tmp.name) / "second-hang-started"
         cls.rc, cls.out, cls.seconds = run(["-r", "junit", "-o", str(cls.xml)],
-                                           CML_WATCHDOG_PIDFILE=str(cls.pidfile))
+                                           CML_WATCHDOG_PIDFILE=str(cls.pidfile),
+                                           CML_WATCHDOG_STARTED=str(cls.started))
         cls.text = cls.xml.read_text(encoding="utf-8") if cls.xml.exists() else ""
 
     @classmethod
@@ -96,26 +99,31 @@ class Supervisor(unittest.TestCase):
 
     def case(self, prefix):
         _, cases = self.cases()
-        found = [c for n, c in cases.items() if n.startswith(prefix)]
+        found = [c for n, c in cases.items() if n.startswith(prefix) and not n.startswith(prefix + " a second")]
         self.assertEqual(len(found), 1, f"one test case named {prefix}...: {sorted(cases)}")
         return found[0]
 
     def test_exit_code_and_time_bound(self):
         self.assertEqual(self.rc, 1, self.out)
-        # One case waits out the watchdog; the rest take well under a second each.
+        # One case waits out the watchdog (step 3's second is not run); the rest take well
+        # under a second each.
         self.assertLess(self.seconds, TIMEOUT + 25, self.out)
 
     def test_every_case_reports_once(self):
         suite, cases = self.cases()
-        self.assertEqual(len(cases), 12, sorted(cases))
-        self.assertEqual(len(list(suite.iter("testcase"))), 12)
-        self.assertEqual(int(suite.get("tests")), 12)
+        self.assertEqual(len(cases), 14, sorted(cases))
+        self.assertEqual(len(list(suite.iter("testcase"))), 14)
+        self.assertEqual(int(suite.get("tests")), 14)
         failed = [c for c in cases.values() if failure_text(c) is not None]
         self.assertEqual(int(suite.get("failures")) + int(suite.get("errors")), len(failed))
+        # step 7's skip (a <skipped> under Catch2 v3 only) and step 3's case not run
+        skipped = [c for c in cases.values() if c.find("skipped") is not None]
+        self.assertEqual(int(suite.get("skipped")), len(skipped))
+        self.assertIn(len(skipped), (1, 2))
 
     def test_passing_cases_pass(self):
         # step 8's name needs escaping in a test spec; step 10 runs its executable again
-        for prefix in ("step 1:", "step 8:", "step 10:"):
+        for prefix in ("step 1:", "step 8:", "step 10:", "step 13:"):
             self.assertIsNone(failure_text(self.case(prefix)), prefix)
 
     def test_own_failure_message(self):
@@ -126,6 +134,26 @@ class Supervisor(unittest.TestCase):
         self.assertIn(f"the kernel of step 3 never finished within {TIMEOUT} s: look for a loop that never "
                       "ends or a wait that never completes (step 3: a case that never ends)", text)
         self.assertIn("the kernel of step 3 never finished", self.out)
+
+    def test_hung_step_runs_no_more_cases(self):
+        # step 3's second case: reported at once as not run, a skip naming the case that
+        # hung, never a pass nor a failure of its own; the hang's message stays first
+        _, cases = self.cases()
+        case = cases["step 3: a second case that never ends"]
+        self.assertIsNone(failure_text(case))
+        skipped = case.find("skipped")
+        self.assertIsNotNone(skipped)
+        expected = "not run: step 3's kernel already hung in 'step 3: a case that never ends' (fix that first)"
+        self.assertEqual(skipped.get("message"), expected)
+        self.assertEqual(" ".join((skipped.text or "").split()), expected)
+        self.assertFalse(self.started.exists(), "step 3's second case was started after step 3 hung")
+        self.assertIn("isolation: not run: step 3: a second case that never ends\nisolation: " + expected, self.out)
+        names = list(cases)
+        self.assertLess(names.index("step 3: a case that never ends"),
+                        names.index("step 3: a second case that never ends"))
+        self.assertIn("14 test case(s), each in its own process (at most 2 s each): 4 passed, 8 failed (1 timed out, "
+                      "4 crashed), ", self.out)
+        self.assertIn("skipped (1 not run: their step's kernel had hung)", self.out)
 
     def test_hang_leaves_nothing_running(self):
         child, helper = map(int, self.pidfile.read_text().split())
@@ -173,7 +201,11 @@ class Supervisor(unittest.TestCase):
         states = {s.number: s.state for s in res.steps}
         self.assertEqual(states, {1: "passed", 2: "failed", 3: "failed", 4: "failed", 5: "failed",
                                   6: "failed", 7: "skipped", 8: "passed", 9: "failed", 10: "passed",
-                                  11: "failed", 12: "failed"})
+                                  11: "failed", 12: "failed", 13: "passed"})
+        step3 = next(s for s in res.steps if s.number == 3)
+        self.assertEqual([c.status for c in step3.cases], ["failed", "skipped"])
+        self.assertEqual(step3.cases[1].message, "not run: step 3's kernel already hung in 'step 3: a case that "
+                                                 "never ends' (fix that first)")
 
 
 class Modes(unittest.TestCase):
@@ -183,7 +215,31 @@ class Modes(unittest.TestCase):
         self.assertIn("isolation: passed", out)
         self.assertIn("isolation: TIMED OUT", out)
         self.assertIn("the kernel of step 3 never finished", out)
-        self.assertIn("2 test case(s), each in its own process", out)
+        self.assertIn("isolation: not run: step 3: a second case that never ends", out)
+        self.assertIn("3 test case(s), each in its own process", out)
+
+    def test_two_hangs_of_one_step_wait_once(self):
+        # the second hang of step 3 is reported, not waited for; step 13's case still runs
+        with tempfile.TemporaryDirectory() as tmp:
+            started = Path(tmp) / "second-hang-started"
+            rc, out, seconds = run(["[step3],[step13]"], CML_WATCHDOG_STARTED=str(started))
+            self.assertFalse(started.exists(), out)
+        self.assertEqual(rc, 1, out)
+        self.assertLess(seconds, 2 * TIMEOUT, out)
+        self.assertEqual(out.count("isolation: TIMED OUT"), 1, out)
+        self.assertIn("isolation: not run: step 3's kernel already hung in 'step 3: a case that never ends' "
+                      "(fix that first)", out)
+        self.assertRegex(out, r"isolation: passed after [0-9.]+ s: step 13:")
+        self.assertIn("3 test case(s), each in its own process (at most 2 s each): 1 passed, 1 failed (1 timed out, "
+                      "0 crashed), 1 skipped (1 not run: their step's kernel had hung)", out)
+
+    def test_cases_of_no_step_all_run(self):
+        # no step, no kernel known to be shared: each hanging case waits out its own limit
+        rc, out, seconds = run(["[.nostep]"])
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(out.count("isolation: TIMED OUT"), 2, out)
+        self.assertNotIn("not run", out)
+        self.assertGreaterEqual(seconds, 2 * TIMEOUT, out)
 
     def test_all_pass(self):
         rc, out, _ = run(["[step1],[step8]"])

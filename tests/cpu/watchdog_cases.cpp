@@ -2,7 +2,7 @@
 // (a kernel that never ends), die of a signal, exit without a report, or fail with a
 // sticky CUDA error's words. test_watchdog.py runs them through our main's supervisor
 // (CML_ISOLATE=on) and checks that each is reported as itself and the others still run.
-// Never run these in one process by hand: step 3 sleeps forever.
+// Never run these in one process by hand: step 3's cases and the [.nostep] ones sleep forever.
 #include "catch.hpp"
 #include "crash_note.hpp"
 
@@ -96,3 +96,23 @@ TEST_CASE("step 12: a case where an exception escapes a noexcept function", "[wa
 }
 
 TEST_CASE("nested: the case step 10 runs", "[.nested]") { CHECK(std::getenv("CML_CHILD_CASE") == nullptr); }
+
+// A second case of step 3 that would hang too (a step's cases launch the same kernel): once
+// step 3's first case has hung, the supervisor must report this one as not run, at once,
+// and never start it; it writes CML_WATCHDOG_STARTED for the test to see whether it did.
+TEST_CASE("step 3: a second case that never ends", "[watchdog][step3]") {
+  if (const char* started = std::getenv("CML_WATCHDOG_STARTED")) std::ofstream(started) << getpid() << "\n";
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// A case of another step after it: a hang costs its own step's cases only.
+TEST_CASE("step 13: a case that passes after step 3's cases", "[watchdog][step13]") { CHECK(2 * 2 == 4); }
+
+// Two hanging cases of no step: without a step there is no kernel known to be shared, so
+// both run and each is killed by the watchdog (hidden: the main run leaves them out).
+TEST_CASE("a case of no step that never ends", "[.nostep]") {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+TEST_CASE("another case of no step that never ends", "[.nostep]") {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}

@@ -156,6 +156,12 @@ std::string failed_testcase(const std::string& suite, const std::string& name, d
   return out;
 }
 
+std::string not_run_testcase(const std::string& suite, const std::string& name, const std::string& message) {
+  return "<testcase classname=\"" + escape(suite) + ".global\" name=\"" + escape(name) +
+         "\" time=\"0.000\" status=\"notrun\">\n      <skipped message=\"" + escape(message) + "\">\n" +
+         escape(message) + "\n      </skipped>\n    </testcase>";
+}
+
 std::string document(const std::string& suite, const std::vector<std::string>& cases, double seconds) {
   char stamp[32] = "1970-01-01T00:00:00Z";
   const std::time_t now = std::time(nullptr);

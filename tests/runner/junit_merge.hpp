@@ -31,6 +31,10 @@ std::string annotate_failure(std::string_view testcase, std::string_view note);
 std::string failed_testcase(const std::string& suite, const std::string& name, double seconds,
                             const std::string& message, const std::string& details);
 
+// A test case the supervisor did not run, as a skip (<skipped>, which ./lab check and the
+// counts of `document` read as one): `message` (plain text) says why.
+std::string not_run_testcase(const std::string& suite, const std::string& name, const std::string& message);
+
 // The whole report: one <testsuite> named `suite` holding `cases`, with counts computed
 // from them.
 std::string document(const std::string& suite, const std::vector<std::string>& cases, double seconds);

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <unistd.h>
@@ -99,9 +100,11 @@ std::string self_path(const std::string& argv0) {
   return ec ? argv0 : p.string();
 }
 
-// What became of one case.
+// What became of one case. A case not run (its step's kernel had already hung) counts as
+// skipped: it neither passed nor showed a mistake of its own, and the run fails anyway by
+// the case that hung.
 struct Verdict {
-  enum class State { passed, failed, skipped } state = State::failed;
+  enum class State { passed, failed, skipped, not_run } state = State::failed;
   std::vector<std::string> testcases;  // its JUnit <testcase> elements
   std::string message;                 // the supervisor's own diagnosis, if any
   const char* label = "FAILED";
@@ -116,6 +119,7 @@ struct Supervisor {
   std::FILE* console;  // stdout, or stderr when the merged report goes to stdout
 
   Verdict run_case(const Case& c, std::size_t index);
+  Verdict not_run(const Case& c, int step, const std::string& hung);
   void show(const std::string& text) const {
     if (text.empty()) return;
     std::fputs(text.c_str(), console);
@@ -197,6 +201,19 @@ Verdict Supervisor::run_case(const Case& c, std::size_t index) {
   std::fflush(console);
   return v;
 }
+
+// A case of a step whose kernel already hung in `hung`: reported at once, not run, so one
+// hang costs the watchdog's time once, not once for each of the step's cases.
+Verdict Supervisor::not_run(const Case& c, int step, const std::string& hung) {
+  Verdict v;
+  v.state = Verdict::State::not_run;
+  v.label = "not run";
+  v.message = not_run_message(step, hung);
+  if (fwd.junit()) v.testcases.push_back(junit::not_run_testcase(suite, c.name, v.message));
+  std::fprintf(console, "isolation: %s: %s\nisolation: %s\n", v.label, c.name.c_str(), v.message.c_str());
+  std::fflush(console);
+  return v;
+}
 }  // namespace
 
 Forwarded forwarded_options(const std::vector<std::string>& args) {
@@ -238,13 +255,19 @@ int supervise(const std::vector<Case>& cases, const std::vector<std::string>& ar
   forward_termination_signals();
 
   std::vector<std::string> merged;
-  int passed = 0, failed = 0, skipped = 0, timed_out = 0, crashed = 0;
+  std::map<int, std::string> hung;  // step -> the first of its cases the watchdog killed
+  int passed = 0, failed = 0, skipped = 0, timed_out = 0, crashed = 0, not_run = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    Verdict v = s.run_case(cases[i], i);
+    const auto step = step_of(cases[i].tags, cases[i].name);
+    const auto earlier = step ? hung.find(*step) : hung.end();
+    Verdict v = earlier != hung.end() ? s.not_run(cases[i], *step, earlier->second) : s.run_case(cases[i], i);
+    const bool timed = std::strcmp(v.label, "TIMED OUT") == 0;
+    if (timed && step) hung.emplace(*step, cases[i].name);
     passed += v.state == Verdict::State::passed;
-    skipped += v.state == Verdict::State::skipped;
+    skipped += v.state == Verdict::State::skipped || v.state == Verdict::State::not_run;
+    not_run += v.state == Verdict::State::not_run;
     failed += v.state == Verdict::State::failed;
-    timed_out += std::strcmp(v.label, "TIMED OUT") == 0;
+    timed_out += timed;
     crashed += std::strcmp(v.label, "CRASHED") == 0;
     merged.insert(merged.end(), v.testcases.begin(), v.testcases.end());
   }
@@ -263,10 +286,13 @@ int supervise(const std::vector<Case>& cases, const std::vector<std::string>& ar
   std::error_code ec;
   fs::remove_all(s.scratch, ec);
 
+  const std::string not_run_words =
+      not_run > 0 ? " (" + std::to_string(not_run) + " not run: their step's kernel had hung)" : std::string();
   std::fprintf(s.console,
                "isolation: %zu test case(s), each in its own process (at most %s s each): %d passed, %d failed "
-               "(%d timed out, %d crashed), %d skipped\n",
-               cases.size(), seconds_words(timeout_s).c_str(), passed, failed, timed_out, crashed, skipped);
+               "(%d timed out, %d crashed), %d skipped%s\n",
+               cases.size(), seconds_words(timeout_s).c_str(), passed, failed, timed_out, crashed, skipped,
+               not_run_words.c_str());
   if (failed > 0) {
     std::fflush(nullptr);
     return cml::kExitWrong;

@@ -107,6 +107,10 @@ std::string exit_message(std::optional<int> step, int exit_code, const std::stri
          " without reporting its result (" + name + ")";
 }
 
+std::string not_run_message(int step, const std::string& hung) {
+  return "not run: step " + std::to_string(step) + "'s kernel already hung in '" + hung + "' (fix that first)";
+}
+
 std::optional<std::string> sticky_cuda_error(std::string_view text) {
   const Sticky* first = nullptr;
   std::size_t first_at = std::string_view::npos;

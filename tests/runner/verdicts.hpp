@@ -26,6 +26,11 @@ std::string crash_message(std::optional<int> step, int signal, const std::string
 // The test process ended with an unexpected exit status, or without a report.
 std::string exit_message(std::optional<int> step, int exit_code, const std::string& name);
 
+// Why a case was not run: an earlier case of its step (`hung`, that case's name) was killed
+// by the watchdog. The step's cases launch the same kernel, so each would most likely hang
+// too and cost the whole limit again; the step fails by the hung case either way.
+std::string not_run_message(int step, const std::string& hung);
+
 // The first sticky CUDA error (one that ends the process's CUDA context: an illegal
 // address, a device assert...) named in `text` (the child's output or report), as
 // "cudaErrorIllegalAddress (an illegal memory access was encountered)"; nothing if none.
