@@ -204,6 +204,26 @@ std::string never_signalled_advice(const std::string& error, const ch03::Lane& l
          "and its move back, once per round — then wait (step 3; ./lab hint 03)";
 }
 
+// run_on_thread under the API recorder: the run and the calls it made, once it has ended
+// without an error (else the failure, with never_signalled_advice's reading of it).
+struct RecordedRun {
+  LaneRun run;
+  cml::api::Calls calls;
+};
+RecordedRun recorded_run(Fixture& f, int rounds) {
+  RecordedRun r;
+  {
+    cml::api::Recorder recorder;
+    r.run = run_on_thread(f.lane, rounds, f.signal);
+    r.calls = recorder.stop();
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CML_REQUIRE_API_OK(r.calls);
+  INFO("run_lane threw: " << r.run.error << never_signalled_advice(r.run.error, f.lane, f.signal, &r.calls));
+  REQUIRE(r.run.error.empty());
+  return r;
+}
+
 // Step 1's promises, in the order a learner meets them: the rounds ran (each a GPU step
 // and a host step, in order), no host step began before its kernel finished, and the
 // host did not wait much longer than the GPU needed. `race`: the kernels waited at random.
@@ -520,15 +540,7 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
   Fixture f(jitter(65536 + 5), 1009, 3);
   f.progress.max_delay_ms = kMaxDelayMs / 2;
   const int rounds = 6;
-  cml::api::Recorder recorder;
-  const LaneRun run = run_on_thread(f.lane, rounds, f.signal);
-  const auto calls = recorder.stop();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CML_REQUIRE_API_OK(calls);
-  {
-    INFO("run_lane threw: " << run.error << never_signalled_advice(run.error, f.lane, f.signal, &calls));
-    REQUIRE(run.error.empty());
-  }
+  const auto [run, calls] = recorded_run(f, rounds);
   std::vector<cml::api::Call> host_funcs;
   for (const auto& c : calls.calls)
     if (cml::test::base_name(c.name) == "cudaLaunchHostFunc") host_funcs.push_back(c);
@@ -672,15 +684,7 @@ TEST_CASE("step 4: each round's moves are in stream order: to the GPU before the
   CML_REQUIRE_TRACING();
   Fixture f(jitter((1u << 20) + 5), 1009, 9);
   const int rounds = 3;
-  cml::api::Recorder recorder;
-  const LaneRun run = run_on_thread(f.lane, rounds, f.signal);
-  const auto calls = recorder.stop();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CML_REQUIRE_API_OK(calls);
-  {
-    INFO("run_lane threw: " << run.error << never_signalled_advice(run.error, f.lane, f.signal, &calls));
-    REQUIRE(run.error.empty());
-  }
+  const auto [run, calls] = recorded_run(f, rounds);
   // What lane.stream runs, in order (moves enqueued on other streams are the other tests'
   // business: they are not ordered with this stream at all).
   std::string order;
