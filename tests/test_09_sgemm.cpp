@@ -289,8 +289,8 @@ void check_speed(const Variant& v, double bar, const char* advice) {
 
 // The speed bars, fractions of cuBLAS SGEMM's GFLOP/s on the same problem in the same
 // process, each between the slowest correct solution and the fastest mistake its step
-// teaches (docs/09_sgemm.md, "Speed bars": both sides, five runs each). Where a mistake's
-// side is not measured yet the bar is marked provisional there.
+// teaches (docs/09_sgemm.md, "Speed bars": both sides, five runs each). Where a mistake runs
+// as fast as its solution, a mechanism check catches it and the bar only sits below the step.
 // Step 1: above the starter's naive kernel (0.09 on the H200), below the tile (0.33).
 constexpr double kTiledOfCublas = 0.17;
 // Step 2: above the unpadded transposed tile (0.12 on the H200: a column in one bank), below
@@ -298,13 +298,11 @@ constexpr double kTiledOfCublas = 0.17;
 constexpr double kGramOfCublas = 0.23;
 // Step 3: above one result per thread (step 1's tile, 0.33), below register blocking (0.78).
 constexpr double kRegistersOfCublas = 0.5;
-// Step 4: the cp.async pipeline (0.81 on the H200). Its taught mistakes run as fast (a wait
-// for every group: 0.80-0.82) and are caught by the SASS; this bar only catches a pipeline
-// well below step 3 (0.78).
+// Step 4: below the pipeline (0.81 on the H200); a wait for every group runs as fast and is
+// caught by the SASS.
 constexpr double kPipelinedOfCublas = 0.7;
-// Step 5: below the slowest correct TMA pipeline measured (0.86 on the H200: 128 x 128 tiles,
-// two stages), about step 4's speed. Its mistakes run as fast (one stage: 0.86) and are
-// caught by the mechanism checks above.
+// Step 5: below the slowest correct TMA pipeline measured (0.86 on the H200: 128 x 128 tiles
+// in two stages); one stage runs as fast and is caught by the shared-memory check.
 constexpr double kTmaOfCublas = 0.8;
 
 }  // namespace
