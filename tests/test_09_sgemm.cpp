@@ -310,16 +310,18 @@ constexpr double kTmaOfCublas = 0.8;
 // Not a test: what the ncu and racecheck tests run under their tool. CML_TARGET=<function>
 // runs that function once on a kProfileSide square problem (ncu's steady state);
 // CML_TARGET=<function>@small on a small ragged one (compute-sanitizer: every edge path, fast)
-// whose k of 200 is more k-tiles than any pipeline has stages, so every stage is refilled.
-// The small run also checks C against the CPU: racecheck does not see TMA's writes, and a
-// stage refilled while slowed threads still read it shows only in the result.
+// whose k of 1000 is 32 k-tiles, eight rounds of step 5's four stages: racecheck does not see
+// TMA's writes, and a producer that refills without waiting laps its consumers only after
+// several rounds of slowed threads (k of 200 was too few, H200). Then a barrier times out
+// (the kernel fails under the tool) or a stage is overwritten while read, so the small run
+// also checks C against the CPU.
 TEST_CASE("profile target: one learner function once", "[.target]") {
   const auto target = cml::test::target_name();
   if (!target) return;
   const std::string name = target->substr(0, target->find('@'));
   const bool small = name != *target;
   const Variant& v = variant(name.c_str());
-  const Shape shape = small ? (v.is_gram() ? ch09::gram_shape(67, 200) : ch09::gemm_shape(67, 71, 200))
+  const Shape shape = small ? (v.is_gram() ? ch09::gram_shape(67, 200) : ch09::gemm_shape(67, 71, 1000))
                             : (v.is_gram() ? ch09::gram_shape(kProfileSide, kProfileSide)
                                            : ch09::gemm_shape(kProfileSide, kProfileSide, kProfileSide));
   const ch09::Problem p(shape);

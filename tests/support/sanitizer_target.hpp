@@ -7,6 +7,7 @@
 
 #include "cml/sass.hpp"
 #include "cml/tools.hpp"
+#include "target_case.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -37,8 +38,8 @@ inline constexpr int kTargetWrongResult = 4;
 }
 
 // "" when `tool_name` (memcheck, racecheck, synccheck) found nothing and the target's result
-// was right; the tool's report, or the wrong result, (cut) otherwise. Sets why_not, and
-// returns "", when the tool is missing or did not run.
+// was right; the tool's report, the wrong result, or the failure of a target that started,
+// (cut) otherwise. Sets why_not, and returns "", when the tool is missing or did not run.
 inline std::string sanitize_target(const std::string& tool_name, const std::string& target, std::string& why_not) {
   const auto tool = cml::tools::find({"compute-sanitizer"}, cml::tools::search_dirs());
   if (!tool) {
@@ -54,6 +55,9 @@ inline std::string sanitize_target(const std::string& tool_name, const std::stri
   if (code == kTargetWrongResult)
     return "no hazard reported, but the kernel's result came out wrong under " + tool_name +
            ", which slows every thread and not the copy engine:\n" + out.text.substr(0, 1500);
+  if (code != 3 && out.text.find(kTargetStarted) != std::string::npos)
+    return "no hazard reported, but the kernel failed under " + tool_name + " (exit " + std::to_string(code) +
+           "): slowed threads let a missing wait show as a hang or a fault:\n" + out.text.substr(0, 1500);
   if (code != 3) {
     why_not = tool_name + " did not run: " + out.text.substr(0, 400);
     return "";

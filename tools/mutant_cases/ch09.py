@@ -7,7 +7,7 @@ Steps 4 and 5 share multiply_stage and store_pipe_tile: no mutant here touches t
 each mutant changes one step's kernel only.
 
 Step 4's cp.async.wait_group 0 is named by the SASS check of the wait's count, and the
-racecheck target's k of 200 refills every stage of steps 4 and 5."""
+racecheck target's k of 1000 refills every stage of steps 4 and 5 eight times or more."""
 from . import Mutant
 
 CHAPTER = "09_sgemm"
@@ -181,10 +181,10 @@ MUTANTS = [
 
     # ---- Step 5 ---------------------------------------------------------------------------
     # Step 5. No wait on the empty barrier: thread 0 refills the stage of tile t - 1 while
-    # other warps may still read it. The racecheck target (67 x 71 x 200: 7 k-tiles of 32)
-    # runs the refill. racecheck does not track TMA's writes, so the target also checks C
-    # against the CPU. On the H200 that caught this mutant with 128 x 128 tiles in 3 stages,
-    # and not with the solution's 128 x 256 in 4 (docs/09_sgemm.md, step 5): a known gap.
+    # other warps may still read it. racecheck does not track TMA's writes; under it the
+    # producer laps its slowed consumers on the racecheck target (67 x 71 x 1000: 32 k-tiles
+    # of 32), a full barrier's phase is missed and the kernel times out (H200; at k = 200 it
+    # finished right, docs/09_sgemm.md, step 5).
     Mutant("no wait on the empty barrier before the refill (a stage overwritten while read)",
            [("      const unsigned prev_parity = stage == 0 ? parity ^ 1u : parity;\n"
              "      wait_phase(&empty[prev], prev_parity, false, prev);\n", "")],
