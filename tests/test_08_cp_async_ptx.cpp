@@ -19,6 +19,7 @@
 #include "cp_async_ptx.cuh"
 #include "harness.hpp"
 
+#include "api_calls.hpp"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
 #include "integrity.hpp"
@@ -474,6 +475,10 @@ constexpr double kBulkStagesOverOne = 1.35;
 //   kernel (the mistake: 4 KiB boxes, one tile per wait, 0.68 on the H200 against 0.93 for
 //   16-row boxes; docs/08, "Speed bars", has both sides).
 constexpr double kTmaOverReadOnly = 0.80;
+//   Step 5's box, as a mechanism: the bar cannot see 4 KiB boxes on the H100, where they
+//   ran 0.92 of read-only against the plan's 0.99 (docs/08). On the H200, 8 KiB boxes ran
+//   0.95, level with 16 KiB.
+constexpr std::size_t kMinBoxBytes = 8 * 1024;
 
 }  // namespace
 
@@ -557,10 +562,9 @@ TEST_CASE("step 1: the tile copy reads nothing past the array's end at any width
       });
       if (fault)
         FAIL(kind.name << " (" << kind.kernel << ") on " << k.what << " faulted: " << *fault << ". The array ends "
-             "where the mapped memory ends, so a copy read past in[n - 1]: the piece where the array ends reads its "
-             "src_bytes only (cp.async's src-size), and a piece wholly past the end copies 0 bytes from an address "
-             "that is still inside the array (the tile's first word): a zero-byte copy needs a source that exists "
-             "(step 1; ./lab hint 08)");
+             "where the mapped memory ends, so a copy read past in[n - 1]: the piece where the array ends reads only the "
+             "bytes that exist (cp.async's src-size), not its whole width, and a piece wholly past the end copies "
+             "0 bytes (step 1; ./lab hint 08)");
       if (wrong.empty()) {
         got.resize(ch08::tile_count(k.n) * ch08::kTileWords);
         const auto r = ch08::check_copy(got, ch08::padded_copy(ch08::make_input(k.n)), k.n);
@@ -773,10 +777,9 @@ TEST_CASE("step 3: sum_fast reads nothing past the end of the array at any stage
           "[ch08][step3][correctness]") {
   CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_reads_stop_at_end(ch08::sum_fast, "sum_fast", ch08::kMaxStages, plain_job,
-                                     "a thread whose 16 bytes lie wholly past the tile's words copies 0 bytes, and "
-                                     "a zero-byte copy still needs a source inside the array — point it at a word "
-                                     "that exists (the tile's first), not at src + 4t past the end; a slot past the "
-                                     "block's last tile copies nothing (step 3; ./lab hint 08)");
+                                     "each thread's copy brings only the bytes of its 16 that lie inside the "
+                                     "tile (src-size, the rest zero-filled; 0 bytes wholly past it), and a slot "
+                                     "past the block's last tile copies nothing (step 3; ./lab hint 08)");
 }
 
 TEST_CASE("step 3: sum_fast only enqueues one kernel on its stream", "[ch08][step3][mechanism]") {
@@ -930,6 +933,39 @@ TEST_CASE("step 5: sum_tma only enqueues one kernel on its stream", "[ch08][step
     CML_CHECK_ENQUEUE_ONLY(std::string("sum_tma on ") + mc.what, [&](cudaStream_t s) { ch08::sum_tma(job, s); }, 1,
                            "cp_async_ptx.cuh: it only enqueues its kernel on `stream`");
   }
+}
+
+// The box the map was encoded with, read from the driver call (the API recorder sees
+// cuTensorMapEncodeTiled through the runtime's entry point too): what one wait brings.
+TEST_CASE("step 5: sum_tma brings kMinBoxBytes or more into a stage per barrier wait", "[ch08][step5][mechanism]") {
+  CML_REQUIRE_TRACING();
+  CML_REQUIRE_HOPPER_COPIES();
+  const auto& mc = ch08::matrix_cases()[1];  // 128 x 1024
+  const ch08::HostMatrix hm = ch08::make_matrix(mc.rows, mc.cols, mc.pitch);
+  const ch08::DeviceMatrix dm(hm);
+  cml::DeviceBuffer<Word> partial(4);
+  const auto job = ch08::make_matrix_job(dm.view, partial.data(), 4, 0, 3);
+  (void)ch08::tensor_map_for(dm.view, ch08::tma_plan().box_rows);  // the driver's entry point looked up before
+  cml::Stream s;
+  const auto e = cml::test::watch_enqueue({s.get()}, [&] { ch08::sum_tma(job, s); });
+  CML_REQUIRE_API_OK(e.calls);
+  {
+    INFO("sum_tma on " << mc.what << ": " << e.error() << " (step 5)");
+    REQUIRE(e.threw.empty());
+  }
+  const auto encoded = e.calls.named("cuTensorMapEncodeTiled");
+  {
+    INFO("sum_tma encoded no tensor map during the call: encode the job's matrix with tensor_map_for in sum_tma "
+         "(step 5; ./lab hint 08)");
+    REQUIRE(!encoded.empty());
+  }
+  const auto& box = encoded.back();
+  INFO("sum_tma's boxes are " << box.box[1] << " rows of " << box.box[0] << " words, " << box.bytes / 1024.0
+       << " KiB, and each is one barrier wait: a wait costs its block a fixed time whatever it brings, so small boxes "
+          "leave memory idle (on the H200, 4 KiB boxes ran 0.78-0.80 of the read-only kernel and 8 KiB 0.95; docs/08). "
+          "Choose a tma_plan whose box brings " << kMinBoxBytes / 1024 << " KiB or more, in stages that still fit "
+          "4 blocks per SM (step 5; ./lab hint 08)");
+  CHECK(box.bytes >= kMinBoxBytes);
 }
 
 // Fewer blocks than boxes, and more (128 x 1024 is 4 box columns by 128 / box_rows bands).

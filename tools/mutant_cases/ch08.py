@@ -162,10 +162,11 @@ MUTANTS = [
            [("    tensor_load_2d(dst, &map, b.x, b.y, bar);\n", "    tensor_load_2d(dst, &map, b.y, b.x, bar);\n")],
            "[step5][correctness]", "column first"),
     # Step 5. One tile per wait, as in step 4: 4 KiB boxes. Right, and a barrier round trip
-    # per 4 KiB keeps the pipeline near 0.8 of the read-only kernel.
+    # per 4 KiB keeps the pipeline near 0.8 of the read-only kernel on the H200 (0.92 on the
+    # H100, above any bar both GPUs share): the recorded box is what names it.
     Mutant("boxes of 4 rows (4 KiB per barrier wait)",
            [("constexpr TmaPlan kPlan{16, 3};", "constexpr TmaPlan kPlan{4, 3};")],
-           "[step5][perf]", "boxes of 4 rows (4 KiB) stay near"),
+           "[step5][mechanism]", "whose box brings 8 KiB or more"),
     # Step 5. Past 48 KiB of dynamic shared memory without asking: the 4-stage launch fails.
     Mutant("more than 48 KiB of dynamic shared memory without the opt-in",
            [("    static const bool asked = [] {\n"
@@ -206,12 +207,9 @@ MUTANTS = [
              "      copy_share<Fast>(stage_buf + use * kTileWords, job.in + s.first, s.count);\n")],
            "[step2][correctness]", "never stage k % stages, which this iteration computes on"),
     # Reads past the end of the array (issue 26): the sums stay right, and the array of the
-    # guard tests ends at an unmapped page, so each read faults by itself.
-    # Step 1 (the provided tile copy). A piece wholly past the end copies 0 bytes from an
-    # address past the array.
-    Mutant("a zero-byte tile-copy piece pointed past the array's end",
-           [("src + (left > 0 ? at : t * kTileBytes), left);", "src + at, left);")],
-           "[step1][correctness]", "a zero-byte copy needs a source that exists"),
+    # guard tests ends at an unmapped page, so each read faults by itself. (A zero-byte copy
+    # pointed past the end is no such read: on the H200 and the H100 it neither faulted nor
+    # changed a sum, and memcheck was silent; docs/08.)
     # Step 2. Slots past the block's last tile fetched anyway: a whole tile past the end.
     Mutant("slots past the block's last tile fetched anyway (no t < tiles)",
            [("    if (t < tiles) {\n", "    if (true) {\n")],
@@ -220,13 +218,6 @@ MUTANTS = [
     Mutant("the unrolled whole-tile copy for the short last tile too",
            [("  } else if (count == kTileWords) {\n", "  } else if (count > 0) {\n")],
            "[step2][correctness]", "the short last tile copies its count words only (step 2"),
-    # Step 3. The zero-byte copy of a piece wholly past the end pointed at src + 4t, past the
-    # array (memcheck did not report it on the H100): whether the GPU faults on the address
-    # of a copy that reads nothing is what this mutant shows.
-    Mutant("a zero-byte cp.async pointed past the array's end",
-           [("    cp_async<16, Cache::cg>(dst + first, src + (bytes > 0 ? first : 0), bytes);\n",
-             "    cp_async<16, Cache::cg>(dst + first, src + first, bytes);\n")],
-           "[step3][correctness]", "a zero-byte copy still needs a source inside the array"),
     # Step 4. Every tile bulk-copied as 4 KiB, the short last one too (and expected so).
     Mutant("the short last tile bulk-copied as a whole tile",
            [("whole = bytes & ~15u;", "whole = static_cast<unsigned>(kTileBytes);")],
