@@ -121,6 +121,20 @@ struct GridRule {
   std::function<std::uint64_t(std::size_t)> least, most;
 };
 
+// The rule of one thread per item: n threads at least (up to grid_for's full grid), and no
+// more blocks than n items need.
+GridRule one_thread_per_item(const char* launcher, const char* items, const char* per, const char* advice) {
+  const auto count = [](std::size_t n) { return std::uint64_t{n}; };
+  return {launcher, items, per, advice, count, count};
+}
+
+// Sizes below, near and past one pass of grid_for's full grid, for a launcher whose thread
+// takes `per_thread` items (a float4 group: 4).
+std::vector<std::size_t> grid_sizes(std::size_t per_thread) {
+  const std::size_t full = one_pass_threads() * per_thread;
+  return {jitter(2000 * per_thread), jitter(full / 3), jitter(3 * full)};
+}
+
 // "" when the launch `k` of `rule.launcher` over n items keeps the rule; else the mistake,
 // in numbers.
 std::string grid_error(const GridRule& rule, const cml::trace::KernelRecord& k, std::size_t n) {
@@ -152,7 +166,7 @@ std::string grid_error(const GridRule& rule, const cml::trace::KernelRecord& k, 
 
 // At each size, `launched(n)` (the launcher over fresh buffers of n items, through
 // cml::test::launched_kernel) and its one kernel's grid held to the rule.
-void check_grid(const GridRule& rule, std::initializer_list<std::size_t> sizes,
+void check_grid(const GridRule& rule, const std::vector<std::size_t>& sizes,
                 const std::function<cml::test::Launched(std::size_t)>& launched) {
   for (const std::size_t n : sizes) {
     CAPTURE(n);
@@ -262,11 +276,9 @@ TEST_CASE("step 1: copy_coalesced's grid fills the GPU with no block left withou
           "[ch04][step1][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  const std::size_t full = one_pass_threads();
-  const GridRule rule{"copy_coalesced", "floats", "one thread per float",
-                      "grid_for(n) blocks of 256 threads is such a grid (step 1; ./lab hint 04)",
-                      [](std::size_t n) { return std::uint64_t{n}; }, [](std::size_t n) { return std::uint64_t{n}; }};
-  check_grid(rule, {jitter(2000), jitter(full / 3), jitter(3 * full)}, [](std::size_t n) {
+  const GridRule rule = one_thread_per_item("copy_coalesced", "floats", "one thread per float",
+                                             "grid_for(n) blocks of 256 threads is such a grid (step 1; ./lab hint 04)");
+  check_grid(rule, grid_sizes(1), [](std::size_t n) {
     const ch04::Arrays a(n);
     return cml::test::launched_kernel("copy_coalesced_kernel", [&](cudaStream_t s) {
       ch04::copy_coalesced(a.in.data(), a.out.data(), n, s);
@@ -370,14 +382,12 @@ TEST_CASE("step 2: copy_vectorized's grid has at most a thread per float4 and pe
           "[ch04][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  const std::size_t full = one_pass_threads();
-  // Sizes in floats: n / 4 groups below, near and past one pass of grid_for's full grid.
   const GridRule rule{"copy_vectorized", "floats", "one thread per float4 group and per tail float",
                       "a covering grid has (n / 4 + n % 4 + 255) / 256 blocks of 256, a loop over the groups "
                       "grid_for(n / 4) (step 2; ./lab hint 04)",
                       [](std::size_t n) { return std::uint64_t{n / 4}; },
                       [](std::size_t n) { return std::uint64_t{n / 4 + n % 4}; }};
-  check_grid(rule, {jitter(8000), jitter(4 * full / 3), jitter(12 * full)}, [](std::size_t n) {
+  check_grid(rule, grid_sizes(4), [](std::size_t n) {
     const ch04::Arrays a(n);
     return cml::test::launched_kernel("copy_vectorized_kernel", [&](cudaStream_t s) {
       ch04::copy_vectorized(a.in.data(), a.out.data(), n, s);
@@ -418,11 +428,9 @@ TEST_CASE("step 3: advance_soa's grid fills the GPU with no block left without a
           "[ch04][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  const std::size_t full = one_pass_threads();
-  const GridRule rule{"advance_soa", "particles", "one thread per particle",
-                      "grid_for(n) blocks of 256 threads, as step 1's copy (step 3; ./lab hint 04)",
-                      [](std::size_t n) { return std::uint64_t{n}; }, [](std::size_t n) { return std::uint64_t{n}; }};
-  check_grid(rule, {jitter(2000), jitter(full / 3), jitter(3 * full)}, [](std::size_t n) {
+  const GridRule rule = one_thread_per_item("advance_soa", "particles", "one thread per particle",
+                                             "grid_for(n) blocks of 256 threads, as step 1's copy (step 3; ./lab hint 04)");
+  check_grid(rule, grid_sizes(1), [](std::size_t n) {
     const ch04::Particles p(n);
     return cml::test::launched_kernel("advance_soa_kernel", [&](cudaStream_t s) {
       ch04::advance_soa(p.soa, n, 0.5f, s);
@@ -469,12 +477,10 @@ TEST_CASE("step 4: scale's grid fills the GPU with no block left without work, a
           "[ch04][step4][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  const std::size_t full = one_pass_threads();
-  const GridRule rule{"scale", "floats", "one thread per float",
-                      "grid_for(n) blocks of 256 threads, thread t taking elements t, t + T, t + 2T, ... (step 4; "
-                      "./lab hint 04)",
-                      [](std::size_t n) { return std::uint64_t{n}; }, [](std::size_t n) { return std::uint64_t{n}; }};
-  check_grid(rule, {jitter(2000), jitter(full / 3), jitter(3 * full)}, [](std::size_t n) {
+  const GridRule rule = one_thread_per_item("scale", "floats", "one thread per float",
+                                             "grid_for(n) blocks of 256 threads, thread t taking elements t, t + T, "
+                                             "t + 2T, ... (step 4; ./lab hint 04)");
+  check_grid(rule, grid_sizes(1), [](std::size_t n) {
     const ch04::Arrays a(n);
     return cml::test::launched_kernel("scale_kernel", [&](cudaStream_t s) {
       ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s);
