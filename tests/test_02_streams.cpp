@@ -432,18 +432,19 @@ TEST_CASE("step 1: every create_streams call gives new streams, and destroy_stre
       if (second[j] == first[i])
         shared = "the second create_streams call returned stream " + std::to_string(j) + " of the first call's (its " +
                  "stream " + std::to_string(i) + ")";
-  const cml::test::Recorded a = cml::test::record_calls([&] { ch02::destroy_streams(first); });
-  const cml::test::Recorded b = cml::test::record_calls([&] { ch02::destroy_streams(second); });
   {
     INFO("create_streams returned the default (legacy NULL) stream, 0: create new streams (step 1; ./lab hint 02)");
     REQUIRE(!legacy);
   }
   {
+    // Judged before any destroy: destroying a shared stream twice may crash the driver.
     INFO(shared << ": every call creates streams of its own — streams kept from an earlier call (a function-static "
          "vector) are another caller's, and one destroy_streams leaves the other holding destroyed streams "
          "(step 1; ./lab hint 02)");
     REQUIRE(shared.empty());
   }
+  const cml::test::Recorded a = cml::test::record_calls([&] { ch02::destroy_streams(first); });
+  const cml::test::Recorded b = cml::test::record_calls([&] { ch02::destroy_streams(second); });
   CML_REQUIRE_API_OK(a.calls);
   CML_REQUIRE_API_OK(b.calls);
   for (const auto& [made, rec, which] : {std::tuple{&first_made, &a, "first"}, std::tuple{&second_made, &b, "second"}}) {
