@@ -52,4 +52,15 @@ MUTANTS = [
            [("  const unsigned tile_cols = static_cast<unsigned>((cols + side - 1) / side);\n",
              "  const unsigned tile_cols = static_cast<unsigned>((rows + side - 1) / side);\n  (void)cols;\n")],
            "[step3][mechanism]", "too many blocks"),
+    # Issue 26: a launch on another stream than the one given. The check's readback waits on
+    # the given stream only, so the results may still come out right: the trace shows where
+    # the kernel ran.
+    Mutant("the tile transposes launched on the legacy stream",
+           [("  kernel<<<tiles_launch(rows, cols, kSolutionTile), dim3(kTile, kBlockRows), 0, stream>>>(in, out, rows, cols);\n",
+             "  (void)stream;\n  kernel<<<tiles_launch(rows, cols, kSolutionTile), dim3(kTile, kBlockRows)>>>(in, out, rows, cols);\n")],
+           "[step1][mechanism]", "on the legacy default stream"),
+    Mutant("transpose_wide on the per-thread default stream",
+           [("  transpose_wide_kernel<<<grid, kWideThreads, 0, stream>>>(", "  (void)stream;\n"
+             "  transpose_wide_kernel<<<grid, kWideThreads, 0, cudaStreamPerThread>>>(")],
+           "[step4][mechanism]", "ran on another stream than the one it was given"),
 ]

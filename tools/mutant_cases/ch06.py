@@ -69,4 +69,14 @@ MUTANTS = [
            [("rotate_texture_kernel<<<rotate_grid(img.width, img.height),",
              "rotate_texture_kernel<<<rotate_grid(img.height, img.width),")],
            "[step3][mechanism]", "every rotation launches rotate_grid"),
+    # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
+    Mutant("fir_registers on the legacy stream",
+           [("  fir_registers_kernel<<<fir_grid(rows, cols), kFirBlock, 0, stream>>>(in, out, rows, cols, taps);",
+             "  (void)stream;\n  fir_registers_kernel<<<fir_grid(rows, cols), kFirBlock>>>(in, out, rows, cols, taps);")],
+           "[step1][mechanism]", "on the legacy default stream"),
+    Mutant("rotate_texture on the per-thread default stream",
+           [("dim3(kRotateBlockX, kRotateBlockY), 0, stream>>>(", "dim3(kRotateBlockX, kRotateBlockY), 0, cudaStreamPerThread>>>("),
+            ("  if (img.width <= 0 || img.height <= 0) return;\n  float c = 0, s = 0;\n",
+             "  (void)stream;\n  if (img.width <= 0 || img.height <= 0) return;\n  float c = 0, s = 0;\n")],
+           "[step3][mechanism]", "ran on another stream than the one it was given"),
 ]

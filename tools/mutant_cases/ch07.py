@@ -120,4 +120,13 @@ MUTANTS = [
     Mutant("16-byte copies of pieces wholly past the end",
            [("    if (first + 4 <= count) {\n", "    if (first + 4 <= count || first >= count) {\n")],
            "[step4][correctness]", "lies wholly past the tile's count words copies nothing"),
+    # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
+    Mutant("sum_cg on the legacy stream",
+           [("  sum_cg_kernel<<<job.blocks, kThreads, 0, stream>>>(job);",
+             "  (void)stream;\n  sum_cg_kernel<<<job.blocks, kThreads>>>(job);")],
+           "[step1][mechanism]", "on the legacy default stream"),
+    Mutant("sum_fast on the per-thread default stream",
+           [("  sum_fast_kernel<<<job.blocks, kThreads, shared, stream>>>(job);",
+             "  (void)stream;\n  sum_fast_kernel<<<job.blocks, kThreads, shared, cudaStreamPerThread>>>(job);")],
+           "[step4][mechanism]", "ran on another stream than the one it was given"),
 ]

@@ -222,4 +222,17 @@ MUTANTS = [
     Mutant("the short last tile bulk-copied as a whole tile",
            [("whole = bytes & ~15u;", "whole = static_cast<unsigned>(kTileBytes);")],
            "[step4][correctness]", "not a whole tile's 4 KiB"),
+    # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
+    Mutant("sum_pipeline on the legacy stream",
+           [("    sum_pipeline_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(job);",
+             "    sum_pipeline_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), 0>>>(job);"),
+            ("void sum_pipeline(const Job& job, cudaStream_t stream) {\n",
+             "void sum_pipeline(const Job& job, cudaStream_t stream) {\n  (void)stream;\n")],
+           "[step2][mechanism]", "on the legacy default stream"),
+    Mutant("sum_tma on the per-thread default stream",
+           [("    sum_tma_kernel<kStages><<<job.blocks, kThreads, kBytes, stream>>>(map, job);",
+             "    sum_tma_kernel<kStages><<<job.blocks, kThreads, kBytes, cudaStreamPerThread>>>(map, job);"),
+            ("void sum_tma(const MatrixJob& job, cudaStream_t stream) {\n",
+             "void sum_tma(const MatrixJob& job, cudaStream_t stream) {\n  (void)stream;\n")],
+           "[step5][mechanism]", "ran on another stream than the one it was given"),
 ]

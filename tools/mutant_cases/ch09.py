@@ -242,4 +242,14 @@ MUTANTS = [
              '  printf("sgemm_tma_kernel: the %s barrier of stage %d did not complete in 4 s\\n", full ? "full" : "empty",\n'
              "         stage);\n")],
            "[step5][mechanism]", "went to local memory"),
+    # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
+    Mutant("sgemm_tiled on the legacy stream",
+           [("  sgemm_tiled_kernel<<<tile_blocks(m, n, kTile, kTile), dim3(kTile, kTileRows), 0, stream>>>(",
+             "  (void)stream;\n  sgemm_tiled_kernel<<<tile_blocks(m, n, kTile, kTile), dim3(kTile, kTileRows), 0, 0>>>(")],
+           "[step1][mechanism]", "on the legacy default stream"),
+    Mutant("sgemm_tma on the per-thread default stream",
+           [("kThreads, tma::kSmemBytes, stream>>>(map_a, map_b, c.data,",
+             "kThreads, tma::kSmemBytes, cudaStreamPerThread>>>(map_a, map_b, c.data,"),
+            ("  check_gemm_shapes(\"sgemm_tma\", a, b, c);\n", "  check_gemm_shapes(\"sgemm_tma\", a, b, c);\n  (void)stream;\n")],
+           "[step5][mechanism]", "ran on another stream than the one it was given"),
 ]
