@@ -1,5 +1,6 @@
 // Chapter 05 — shared memory: the tests of exercise.cu, step by step. Results against the
-// CPU on square, non-square and ragged shapes; the contract's promises (shared_memory.cuh:
+// CPU on square, non-square and ragged shapes, the input ending at an unmapped page (a read
+// past it faults); the contract's promises (shared_memory.cuh:
 // only enqueues, on the stream given; nothing for an empty matrix; nothing written outside
 // `out`); mechanism from the SASS of the learner's own kernels (cuobjdump), from
 // compute-sanitizer racecheck on each kernel, and from Nsight Compute's shared wavefront and
@@ -10,8 +11,10 @@
 //   meson test -C build "ch05 solution"   against the solution
 #include "harness.hpp"
 #include "shared_memory.cuh"
+#include "cuda_fault.hpp"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
+#include "guarded_input.hpp"
 #include "integrity.hpp"
 #include "kernel_sass.hpp"
 #include "launch_geometry.hpp"
@@ -44,19 +47,27 @@ namespace {
 using TransposeFn = void (*)(const float*, float*, int, int, cudaStream_t);
 
 // Runs fn on a rows x cols matrix and checks the transpose, and that the poisoned guard
-// after `out` is untouched. Returns "" when right, else what went wrong.
-std::string transpose_error(TransposeFn fn, int rows, int cols) {
+// after `out` is untouched. Returns "" when right, else what went wrong; `faulted` says the
+// kernel faulted (every later call of the process fails too).
+std::string transpose_error(TransposeFn fn, int rows, int cols, bool& faulted) {
   using Out = cml::GuardedBuffer<float>;
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  std::vector<float> host(n + Out::kGuard);  // `in` has as many floats after it (zeros), as `out` has poison
+  std::vector<float> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = ch05::element_value(i);
-  cml::DeviceBuffer<float> in(n + Out::kGuard);
-  CUDA_CHECK(cudaMemcpy(in.data(), host.data(), in.bytes(), cudaMemcpyHostToDevice));
+  const cml::test::GuardedInput<float> in(host);  // a load past its end faults
   const Out out(n);  // poisoned, and landed before a kernel on a non-blocking stream
   cml::Stream s;
-  fn(in.data(), out.data(), rows, cols, s);
   std::vector<float> got;
-  if (std::string past = out.read(got, "out", s); !past.empty()) return past;
+  std::string past;
+  const auto fault = cml::test::cuda_fault([&] {
+    fn(in.data(), out.data(), rows, cols, s);
+    past = out.read(got, "out", s);
+  });
+  faulted = fault.has_value();
+  if (fault)
+    return "the kernel faulted (" + *fault + ")" +
+           in.read_past("in", "an edge tile's threads whose element lies outside the matrix");
+  if (!past.empty()) return past;
   const auto r = ch05::check_transpose(got, rows, cols);
   if (r.ok) return "";
   return r.describe() + (Out::is_poison(got[r.first_bad]) ? " (no thread wrote that element)" : "");
@@ -67,10 +78,13 @@ std::string transpose_error(TransposeFn fn, int rows, int cols) {
 void check_shapes(TransposeFn fn, const std::vector<ch05::Shape>& shapes, const char* step) {
   bool square_ok = true;
   for (const auto& sh : shapes) {
-    const std::string err = transpose_error(fn, sh.rows, sh.cols);
+    bool faulted = false;
+    const std::string err = transpose_error(fn, sh.rows, sh.cols, faulted);
     const bool square = sh.rows == sh.cols;
     std::string advice;
-    if (!err.empty() && !square && square_ok)
+    if (faulted)
+      advice = "";  // the error says what to fix; nothing after a fault can run
+    else if (!err.empty() && !square && square_ok)
       advice = ": square matrices pass, so rows and cols (or the tile's x and y) are swapped somewhere: in is "
                "rows x cols, out is cols x rows";
     else if (!err.empty() && sh.rows % ch05::kTile != 0)
@@ -80,6 +94,7 @@ void check_shapes(TransposeFn fn, const std::vector<ch05::Shape>& shapes, const 
                "does every element keep its own place in the tile (a swizzle must be a bijection, and the same on the "
                "store and on the load)?";
     INFO(sh.rows << " x " << sh.cols << " (" << sh.what << "): " << err << advice << " (" << step << ")");
+    if (faulted) REQUIRE(err.empty());
     CHECK(err.empty());
     if (square && !err.empty()) square_ok = false;
   }

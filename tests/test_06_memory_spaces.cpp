@@ -1,7 +1,8 @@
 // Chapter 06 — the other memory spaces: the tests of exercise.cu, step by step. Results
 // against the CPU (the filter and the mix exactly, the rotation within the tolerance the
 // texture unit's 9-bit weights allow), each run on a poisoned output so that a kernel that
-// did not run, an unreported launch error and a write past the end are named as such; the
+// did not run, an unreported launch error and a write past the end are named as such, and
+// on an input that ends at an unmapped page, so that a read past its end faults; the
 // header's promises (only enqueues, on the stream given, with the grid it names; nothing for
 // an empty input; a texture over the image given); mechanism from the compiled code of the
 // learner's own kernels (cuobjdump through cml::sass: resources and SASS) and from the
@@ -14,8 +15,10 @@
 //   build/tests/test_ch06_solution "[.measure]"   both sides of the speed bars, five runs
 #include "harness.hpp"
 #include "memory_spaces.cuh"
+#include "cuda_fault.hpp"
 #include "enqueue_only.hpp"
 #include "gpu.hpp"
+#include "guarded_input.hpp"
 #include "integrity.hpp"
 #include "kernel_sass.hpp"
 #include "launch_geometry.hpp"
@@ -120,19 +123,29 @@ class SpeedBar {
   std::string what_, why_;
 };
 
-// `launch(in, out, stream)` on `input`, uploaded, and on a poisoned output of n floats, all in
-// the order of one stream: "" with the n values in `got`, or what went wrong before the
-// values can be compared (a launch error, a kernel that did not run, a write past the end).
+constexpr const char* kFaulted = "'s kernel faulted (";
+
+// `launch(in, out, stream)` on `input`, uploaded so that a load past its end faults, and on a
+// poisoned output of n floats, in the order of one stream: "" with the n values in `got`, or
+// what went wrong before the values can be compared (a launch error, a kernel that did not
+// run, a write past the end, a read past the end: `who` names the threads that must not load).
 std::string run_on_device(const std::vector<float>& input, std::size_t n, const std::string& function,
                           const std::function<void(const float*, float*, cudaStream_t)>& launch,
-                          std::vector<float>& got) {
+                          std::vector<float>& got, const std::string& who) {
   cml::Stream s;
-  cml::DeviceBuffer<float> in(input.size());
-  ch06::upload(in.data(), input, s);
+  const cml::test::GuardedInput<float> in(input);
   const ch06::Output out(n, s);
-  launch(in.data(), out.data(), s);
-  return ch06::read_output(out, got, function, s);
+  std::string err;
+  const auto fault = cml::test::cuda_fault([&] {
+    launch(in.data(), out.data(), s);
+    err = ch06::read_output(out, got, function, s);
+  });
+  if (fault) return function + kFaulted + *fault + ")" + in.read_past("in", who);
+  return err;
 }
+
+// Whether an error is a fault: nothing after it can run in this process (cuda_fault.hpp).
+bool faulted(const std::string& err) { return err.find(kFaulted) != std::string::npos; }
 
 // When a kernel did not run: whether the runtime can load it at all (a module that failed to
 // load, under a tool or otherwise, shows here), for the message.
@@ -164,7 +177,7 @@ std::string fir_error(FirFn fn, int rows, int cols, int seed) {
   std::vector<float> got;
   const std::string err = run_on_device(
       host, n, "fir_registers", [&](const float* in, float* out, cudaStream_t s) { fn(in, out, rows, cols, taps, s); },
-      got);
+      got, "a segment's rows past the image's last row");
   if (!err.empty()) return loadable(reinterpret_cast<const void*>(ch06::fir_registers_kernel), "fir_registers_kernel", err);
   const auto v = cml::compare_exact(got.data(), want.data(), n);
   if (v.ok) return "";
@@ -223,6 +236,7 @@ TEST_CASE("step 1: fir_registers filters every shape exactly", "[ch06][step1][co
   for (const auto& sh : ch06::fir_shapes()) {
     const std::string err = fir_error(ch06::fir_registers, sh.rows, sh.cols, seed++);
     INFO(sh.rows << " x " << sh.cols << " (" << sh.what << "): " << err << " (step 1; ./lab hint 06)");
+    if (faulted(err)) REQUIRE(err.empty());
     CHECK(err.empty());
   }
 }
@@ -285,7 +299,7 @@ std::string mix_error(int n, int seed, const std::vector<float>& m) {
   std::vector<float> got;
   const std::string err = run_on_device(
       host, total, "mix_constant", [&](const float* in, float* out, cudaStream_t s) { ch06::mix_constant(in, out, n, s); },
-      got);
+      got, "a thread past the last pixel (p >= n)");
   if (!err.empty()) return loadable(reinterpret_cast<const void*>(ch06::mix_constant_kernel), "mix_constant_kernel", err);
   const auto v = cml::compare_exact(got.data(), want.data(), total);
   if (v.ok) return "";
@@ -343,6 +357,7 @@ TEST_CASE("step 2: mix_constant mixes every size exactly, with the matrix set_mi
     for (const int n : ch06::mix_sizes()) {
       const std::string err = mix_error(n, seed, m);
       INFO("n = " << n << ", matrix " << seed << ": " << err << " (step 2; ./lab hint 06)");
+      if (faulted(err)) REQUIRE(err.empty());
       CHECK(err.empty());
     }
   }

@@ -63,4 +63,15 @@ MUTANTS = [
            [("  transpose_wide_kernel<<<grid, kWideThreads, 0, stream>>>(", "  (void)stream;\n"
              "  transpose_wide_kernel<<<grid, kWideThreads, 0, cudaStreamPerThread>>>(")],
            "[step4][mechanism]", "ran on another stream than the one it was given"),
+    # Issue 26: a load past the end of `in`. An edge tile's rows past the matrix loaded (the
+    # column checked, the row not): what they bring is never stored, so every result is
+    # right; only an input that ends at an unmapped page shows the read.
+    Mutant("the tile load checks the column only (an edge tile's rows past the matrix loaded)",
+           [("      if (inside(row0 + y + k * kBlockRows, col0 + x + h * kTile, rows, cols))\n        v[h][k] = src[",
+             "      if (Whole || col0 + x + h * kTile < cols)\n        v[h][k] = src[")],
+           "[step1][correctness]", "loaded past in's last element"),
+    Mutant("transpose_wide loads an edge tile's rows past the matrix",
+           [("    if (row0 + r < rows && col0 + 4 * v < cols)\n      tile[r][wide_column(r, v)] = in[",
+             "    if (col0 + 4 * v < cols)\n      tile[r][wide_column(r, v)] = in[")],
+           "[step4][correctness]", "loaded past in's last element"),
 ]

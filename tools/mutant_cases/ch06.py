@@ -79,4 +79,16 @@ MUTANTS = [
             ("  if (img.width <= 0 || img.height <= 0) return;\n  float c = 0, s = 0;\n",
              "  (void)stream;\n  if (img.width <= 0 || img.height <= 0) return;\n  float c = 0, s = 0;\n")],
            "[step3][mechanism]", "ran on another stream than the one it was given"),
+    # Issue 26: loads past the end of `in` whose values are never stored, so every result
+    # is right; only an input that ends at an unmapped page shows them.
+    Mutant("the last segment reads rows past the image (the store checked, the load not)",
+           [("  const int end = min(rows, r0 + kSegment);\n", "  const int end = r0 + kSegment;\n"),
+            ("    out[static_cast<std::size_t>(r) * cols + c] = acc;\n",
+             "    if (r < rows) out[static_cast<std::size_t>(r) * cols + c] = acc;\n")],
+           "[step1][correctness]", "loaded past in's last element"),
+    Mutant("mix_constant computes past the last pixel, only its stores checked",
+           [("  if (p >= n) return;\n  float v[kChannels];\n", "  float v[kChannels];\n"),
+            ("    out[r * static_cast<std::size_t>(n) + p] = acc;\n",
+             "    if (p < n) out[r * static_cast<std::size_t>(n) + p] = acc;\n")],
+           "[step2][correctness]", "loaded past in's last element"),
 ]

@@ -1,0 +1,52 @@
+// A kernel's input, uploaded, in memory that ends where the mapped memory ends
+// (cml/end_guard.hpp) where the GPU can place it so: a load past its last element then
+// faults by itself. The results alone cannot show such a load when what it brings is never
+// stored: an edge tile's element outside the matrix, a thread past n that loads before its
+// bound check, a segment's rows past the last. Where the GPU cannot (no virtual memory
+// management), zeros follow the input and only the results are checked.
+//
+// A fault is sticky: every later CUDA call of the process fails too, so a test stops at the
+// first one (cuda_fault.hpp) and says what it means with read_past().
+#pragma once
+
+#include "cml/buffers.hpp"
+#include "cml/end_guard.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cml::test {
+
+template <typename T>
+class GuardedInput {
+ public:
+  explicit GuardedInput(const std::vector<T>& host) {
+    if (cml::end_guard_unavailable().empty()) {
+      guarded_.emplace(host.size());
+      cml::upload(guarded_->data(), host.data(), host.size());
+    } else {
+      std::vector<T> padded(host);
+      padded.resize(host.size() + kPad, T{});
+      plain_.emplace(padded.size());
+      cml::upload(plain_->data(), padded.data(), padded.size());
+    }
+  }
+  const T* data() const { return guarded_ ? guarded_->data() : plain_->data(); }
+
+  // What a fault of a kernel that read this input means, to follow "faulted (...)": `name`
+  // is the input's name in the contract, `who` which threads must not load.
+  std::string read_past(const std::string& name, const std::string& who) const {
+    if (!guarded_) return "";
+    return ". " + name + " ends where the mapped memory ends, so a thread loaded past " + name +
+           "'s last element: " + who + " must not load it";
+  }
+
+ private:
+  static constexpr std::size_t kPad = 1024;  // zeros after the input where it cannot end at a page
+  std::optional<cml::EndGuarded<T>> guarded_;
+  std::optional<cml::DeviceBuffer<T>> plain_;
+};
+
+}  // namespace cml::test
