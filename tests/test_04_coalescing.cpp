@@ -12,6 +12,7 @@
 #include "enqueue_only.hpp"
 #include "integrity.hpp"
 #include "gpu.hpp"
+#include "guarded_input.hpp"
 #include "jitter.hpp"
 #include "harness.hpp"
 #include "kernel_sass.hpp"
@@ -181,16 +182,25 @@ void check_grid(const GridRule& rule, const std::vector<std::size_t>& sizes,
   }
 }
 
-// For each n: runs `launch(in, out, n, stream)` over fresh arrays and checks out[i] ==
-// f(in[i]) for i < n, and nothing written past n.
+// For each n: runs `launch(in, out, n, stream)` (the function `name`) over fresh arrays and
+// checks out[i] == f(in[i]) for i < n, nothing written past n, and nothing read past n: the
+// input ends at an unmapped page, so a load past in[n - 1] faults even when its value is
+// never stored (loads of a whole group issued before the bound check of each).
 template <typename Launch, typename F>
-void check_elementwise(std::initializer_list<std::size_t> sizes, Launch launch, F f, const char* note = "") {
+void check_elementwise(const char* name, std::initializer_list<std::size_t> sizes, Launch launch, F f,
+                       const char* note = "") {
   for (const std::size_t n : sizes) {
     CAPTURE(n);
-    const ch04::Arrays a(n + 64);  // room past the end: a write there is caught, a read there does not fault
+    const ch04::Arrays a(n + 64);  // room past the end of `out`: a write there is caught
+    const cml::test::GuardedInput<float> in(std::vector<float>(a.host.begin(), a.host.begin() + n));
     cml::Stream s;
-    launch(a.in.data(), a.out.data(), n, s.get());
-    s.synchronize();
+    const auto fault = cml::test::cuda_fault([&] {
+      launch(in.data(), a.out.data(), n, s.get());
+      s.synchronize();
+    });
+    if (fault)
+      FAIL(name << " with n = " << n << " faulted (" << *fault << ")"
+                << in.read_past("in", "a thread whose element is n or past it") << note);
     const auto r = a.verify(n, [&](std::size_t i) { return f(a.host[i]); });
     INFO(r.describe() << note);
     CHECK(r.ok);
@@ -258,7 +268,7 @@ CML_INTEGRITY_CASE(04, "04_coalescing")
 TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04][step1][correctness]") {
   cml::test::device();
   const std::size_t beyond = 3 * one_pass_threads() + 5;  // past one pass of a grid_for grid
-  check_elementwise({1, 37, jitter((1u << 20) + 3), jitter(beyond)}, ch04::copy_coalesced, [](float x) { return x; });
+  check_elementwise("copy_coalesced", {1, 37, jitter((1u << 20) + 3), jitter(beyond)}, ch04::copy_coalesced, [](float x) { return x; });
 }
 
 TEST_CASE("step 1: copy_coalesced runs copy_coalesced_kernel alone, on the stream it is given", "[ch04][step1][mechanism]") {
@@ -310,7 +320,7 @@ TEST_CASE("step 2: copy_vectorized copies every element, tails included", "[ch04
   // The largest is four floats per thread past three passes of the largest grid_for grid: a
   // kernel that neither loops nor launches enough threads to cover the array leaves a gap.
   const std::size_t beyond = 4 * 3 * one_pass_threads();
-  check_elementwise({1, 2, 3, 4, 5, 1023, (1u << 20) + 1, (1u << 20) + 2, (1u << 20) + 3, jitter(1u << 20),
+  check_elementwise("copy_vectorized", {1, 2, 3, 4, 5, 1023, (1u << 20) + 1, (1u << 20) + 2, (1u << 20) + 3, jitter(1u << 20),
                      beyond + 1, beyond + 2, beyond + 3, jitter(beyond)},
                     ch04::copy_vectorized, [](float x) { return x; },
                     " (the last n % 4 floats are the tail; a size past one pass of the grid needs a loop or a grid "
@@ -457,7 +467,7 @@ TEST_CASE("step 3: the arrays version is much faster than the records version", 
 
 TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch04][step4][correctness]") {
   cml::test::device();
-  check_elementwise({1, 33, jitter((1u << 20) + 5), jitter(3 * one_pass_threads())},
+  check_elementwise("scale", {1, 33, jitter((1u << 20) + 5), jitter(3 * one_pass_threads())},
                     [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 3.0f, s); },
                     [](float x) { return x * 3.0f; });
 }

@@ -127,4 +127,13 @@ MUTANTS = [
              "  p.z = nullptr;  // forgotten: the kernel writes through a null pointer\n"
              "  advance_soa_kernel<<<grid_for(n), 256, 0, stream>>>(p, n, dt);")],
            "[step3]", "step 3 hit a sticky CUDA error", whole=True),
+    # Issue 26: loads past in[n - 1] whose values are never stored (the input ends at an
+    # unmapped page in check_elementwise, so they fault). The unrolled loop run while its
+    # first element is inside, the group's loads unchecked, only its stores checked.
+    Mutant("the unrolled loop's loads unchecked (only the stores checked)",
+           [("  for (; i + (kInFlight - 1) * step < n; i += kInFlight * step) {\n",
+             "  for (; i < n; i += kInFlight * step) {\n"),
+            ("    for (int u = 0; u < kInFlight; ++u) out[i + u * step] = v[u];\n",
+             "    for (int u = 0; u < kInFlight; ++u)\n      if (i + u * step < n) out[i + u * step] = v[u];\n")],
+           "[step1][correctness]", "loaded past in's last element"),
 ]
