@@ -22,6 +22,7 @@
 #include "integrity.hpp"
 #include "kernel_sass.hpp"
 #include "launch_geometry.hpp"
+#include "stream_race.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
@@ -126,19 +127,24 @@ class SpeedBar {
 constexpr const char* kFaulted = "'s kernel faulted (";
 
 // `launch(in, out, stream)` on `input`, uploaded so that a load past its end faults, and on a
-// poisoned output of n floats, in the order of one stream: "" with the n values in `got`, or
-// what went wrong before the values can be compared (a launch error, a kernel that did not
-// run, a write past the end, a read past the end: `who` names the threads that must not load).
+// poisoned output of n floats, in the order of one stream; then `judge` on the n values read
+// back ("" when right). "" when right, else what went wrong: a launch error, a kernel that
+// did not run, a write past the end, a read past the end (`who` names the threads that must
+// not load), work on another stream than the one given (stream_race.hpp), wrong values.
 std::string run_on_device(const std::vector<float>& input, std::size_t n, const std::string& function,
                           const std::function<void(const float*, float*, cudaStream_t)>& launch,
-                          std::vector<float>& got, const std::string& who) {
+                          const std::string& who, const std::function<std::string(const std::vector<float>&)>& judge) {
   cml::Stream s;
   const cml::test::GuardedInput<float> in(input);
   const ch06::Output out(n, s);
   std::string err;
   const auto fault = cml::test::cuda_fault([&] {
     launch(in.data(), out.data(), s);
-    err = ch06::read_output(out, got, function, s);
+    err = cml::test::judged_on_stream(function, [&] {
+      std::vector<float> got;
+      const std::string read = ch06::read_output(out, got, function, s);
+      return read.empty() ? judge(got) : read;
+    });
   });
   if (fault) return function + kFaulted + *fault + ")" + in.read_past("in", who);
   return err;
@@ -174,20 +180,20 @@ std::string fir_error(FirFn fn, int rows, int cols, int seed) {
   for (std::size_t i = 0; i < n; ++i) host[i] = ch06::fir_input(i + seed);
   const auto taps = ch06::fir_taps(seed);
   const auto want = ch06::fir_reference(host, rows, cols, taps);
-  std::vector<float> got;
   const std::string err = run_on_device(
       host, n, "fir_registers", [&](const float* in, float* out, cudaStream_t s) { fn(in, out, rows, cols, taps, s); },
-      got, "a segment's rows past the image's last row");
-  if (!err.empty()) return loadable(reinterpret_cast<const void*>(ch06::fir_registers_kernel), "fir_registers_kernel", err);
-  const auto v = cml::compare_exact(got.data(), want.data(), n);
-  if (v.ok) return "";
-  return v.describe() + never_written(got[v.first_bad]) + " (row " + std::to_string(v.first_bad / cols) + ", column " +
-         std::to_string(v.first_bad % cols) +
-         (v.first_bad / cols < ch06::kTaps ? "; near the top: rows above 0 count as 0" : "") +
-         (v.first_bad / cols % ch06::kSegment < ch06::kTaps ? "; at the start of a segment: the window must be filled "
-                                                              "from the kTaps - 1 rows above the segment"
-                                                            : "") +
-         ")";
+      "a segment's rows past the image's last row", [&](const std::vector<float>& got) {
+        const auto v = cml::compare_exact(got.data(), want.data(), n);
+        if (v.ok) return std::string();
+        return v.describe() + never_written(got[v.first_bad]) + " (row " + std::to_string(v.first_bad / cols) +
+               ", column " + std::to_string(v.first_bad % cols) +
+               (v.first_bad / cols < ch06::kTaps ? "; near the top: rows above 0 count as 0" : "") +
+               (v.first_bad / cols % ch06::kSegment < ch06::kTaps
+                    ? "; at the start of a segment: the window must be filled from the kTaps - 1 rows above the segment"
+                    : "") +
+               ")";
+      });
+  return loadable(reinterpret_cast<const void*>(ch06::fir_registers_kernel), "fir_registers_kernel", err);
 }
 
 // fir_registers_kernel's compiled code: "" when its window is in registers (no stack frame,
@@ -296,18 +302,18 @@ std::string mix_error(int n, int seed, const std::vector<float>& m) {
   std::vector<float> host(total);
   for (std::size_t i = 0; i < total; ++i) host[i] = ch06::mix_input(i + seed);
   const auto want = ch06::mix_reference(host, m, n);
-  std::vector<float> got;
   const std::string err = run_on_device(
       host, total, "mix_constant", [&](const float* in, float* out, cudaStream_t s) { ch06::mix_constant(in, out, n, s); },
-      got, "a thread past the last pixel (p >= n)");
-  if (!err.empty()) return loadable(reinterpret_cast<const void*>(ch06::mix_constant_kernel), "mix_constant_kernel", err);
-  const auto v = cml::compare_exact(got.data(), want.data(), total);
-  if (v.ok) return "";
-  if (ch06::Output::is_poison(got[v.first_bad]))
-    return v.describe() + never_written(got[v.first_bad]) + " (pixel " + std::to_string(v.first_bad % n) +
-           ": does every pixel get a thread, for every n?)";
-  return v.describe() + " (channel " + std::to_string(v.first_bad / n) + ", pixel " + std::to_string(v.first_bad % n) +
-         "; the matrix must come from c_mix, which the tests change with set_mix)";
+      "a thread past the last pixel (p >= n)", [&](const std::vector<float>& got) {
+        const auto v = cml::compare_exact(got.data(), want.data(), total);
+        if (v.ok) return std::string();
+        if (ch06::Output::is_poison(got[v.first_bad]))
+          return v.describe() + never_written(got[v.first_bad]) + " (pixel " + std::to_string(v.first_bad % n) +
+                 ": does every pixel get a thread, for every n?)";
+        return v.describe() + " (channel " + std::to_string(v.first_bad / n) + ", pixel " +
+               std::to_string(v.first_bad % n) + "; the matrix must come from c_mix, which the tests change with set_mix)";
+      });
+  return loadable(reinterpret_cast<const void*>(ch06::mix_constant_kernel), "mix_constant_kernel", err);
 }
 
 // mix_constant_kernel's compiled code: "" when every read of the user constant bank c[0x3]
@@ -428,18 +434,27 @@ std::string rotation_error(const ch06::RotationCase& rc) {
   const ch06::TextureObject tex(ch06::create_rotation_texture(image.image()));
   const ch06::Output out(image.host.size(), s);
   ch06::rotate_texture(tex.t, image.image(), rc.angle, out.data(), s);
-  std::vector<float> got;
-  const std::string err = ch06::read_output(out, got, "rotate_texture", s);
-  if (!err.empty())
+  const auto want = ch06::rotation_reference(image.host, rc.width, rc.height, rc.angle);
+  bool read_failed = false;
+  const std::string err = cml::test::judged_on_stream("rotate_texture", [&] {
+    std::vector<float> got;
+    if (std::string e = ch06::read_output(out, got, "rotate_texture", s); !e.empty()) {
+      read_failed = true;
+      return e;
+    }
+    read_failed = false;
+    const std::string miss = ch06::rotation_mismatch(got, want, rc.width);
+    if (miss.empty()) return std::string();
+    if (std::any_of(got.begin(), got.end(), ch06::Output::is_poison))
+      return miss + "; some pixels were never written: does every output pixel get a thread?";
+    return miss + " — wrong at the edges only: what does a read outside the image return? everywhere, off by about "
+                  "half a neighbour's difference: pixel centres are at i + 0.5; a step-like result: is the texture "
+                  "filtering?";
+  });
+  if (read_failed)
     return loadable(reinterpret_cast<const void*>(ch06::rotate_texture_kernel), "rotate_texture_kernel", err) +
            (tex.t == 0 ? " (create_rotation_texture returned no texture object)" : "");
-  const std::string miss =
-      ch06::rotation_mismatch(got, ch06::rotation_reference(image.host, rc.width, rc.height, rc.angle), rc.width);
-  if (miss.empty()) return "";
-  if (std::any_of(got.begin(), got.end(), ch06::Output::is_poison))
-    return miss + "; some pixels were never written: does every output pixel get a thread?";
-  return miss + " — wrong at the edges only: what does a read outside the image return? everywhere, off by about half "
-                "a neighbour's difference: pixel centres are at i + 0.5; a step-like result: is the texture filtering?";
+  return err;
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "kernel_sass.hpp"
 #include "sanitizer_target.hpp"
 #include "speed_bar.hpp"
+#include "stream_race.hpp"
 #include "target_case.hpp"
 #include "tile_sum_checks.hpp"
 
@@ -87,10 +88,13 @@ std::string copy_error(const ch08::CopyKind& kind, std::size_t n, int blocks) {
   cml::Stream s;
   ch08::scrub_shared_memory(s);  // a read before the copy landed finds garbage, not the last run's tile
   ch08::copy_tiles(kind.bytes, kind.cache, in.data(), n, out.data(), blocks, s);
-  std::vector<Word> got;
-  if (const std::string past = out.read(got, "the last tile", s); !past.empty()) return past;
-  const auto r = ch08::check_copy(got, ch08::padded_copy(host), n);
-  return r.ok ? "" : r.describe();
+  const auto want = ch08::padded_copy(host);
+  return cml::test::judged_on_stream("copy_tiles", [&] {
+    std::vector<Word> got;
+    if (std::string past = out.read(got, "the last tile", s); !past.empty()) return past;
+    const auto r = ch08::check_copy(got, want, n);
+    return r.ok ? std::string() : r.describe();
+  });
 }
 
 // What a sum's run gave: "" or the wrong sums; "" or why a wait gave up.
@@ -102,30 +106,31 @@ struct SumOutcome {
 // Runs `launch` (one kernel writing `blocks` partials) with a fresh report and checks the
 // partials against `want`, and that nothing was written past them.
 template <class Launch, class Check>
-SumOutcome run_and_check(Launch&& launch, int blocks, Check&& check) {
+SumOutcome run_and_check(const std::string& function, Launch&& launch, int blocks, Check&& check) {
   const cml::GuardedBuffer<Word> partial(static_cast<std::size_t>(blocks));
   ch08::DeviceReport report(kWaitLimitNs);
   cml::Stream s;
   ch08::scrub_shared_memory(s);  // a read before the copy landed finds garbage, not the last run's tile
   launch(partial.data(), report.get(), static_cast<cudaStream_t>(s));
   SumOutcome o;
-  std::vector<Word> got;
-  o.wrong = partial.read(got, "the grid's partials", s);
+  o.wrong = cml::test::judged_on_stream(function, [&] {
+    std::vector<Word> got;
+    if (std::string past = partial.read(got, "the grid's partials", s); !past.empty()) return past;
+    const auto r = check(got);
+    return r.ok ? std::string() : r.describe();
+  });
   o.stalled = ch08::describe(report.read());
-  if (!o.wrong.empty()) return o;
-  const auto r = check(got);
-  if (!r.ok) o.wrong = r.describe();
   return o;
 }
 
 // One run of a 1D pipeline on n words of word_at(i) (allocated as input_words says).
-SumOutcome sums(SumFn fn, std::size_t n, int blocks, int compute, int stages) {
+SumOutcome sums(SumFn fn, const char* function, std::size_t n, int blocks, int compute, int stages) {
   const auto host = ch08::make_input(n);
   cml::DeviceBuffer<Word> in(input_words(n));
   upload_input(in, host);
   const auto want = ch08::reference_partials(host, blocks, compute);
   return run_and_check(
-      [&](Word* partial, ch08::Report* report, cudaStream_t s) {
+      function, [&](Word* partial, ch08::Report* report, cudaStream_t s) {
         fn(ch08::make_job(in.data(), n, partial, blocks, compute, stages, report), s);
       },
       blocks, [&](const std::vector<Word>& got) { return ch08::check_partials(got, want, n); });
@@ -138,7 +143,7 @@ SumOutcome box_sums(const ch08::MatrixCase& mc, int compute, int stages) {
   const int box_rows = ch08::tma_plan().box_rows;
   const auto want = ch08::reference_box_partials(hm, mc.blocks, compute, box_rows);
   return run_and_check(
-      [&](Word* partial, ch08::Report* report, cudaStream_t s) {
+      "sum_tma", [&](Word* partial, ch08::Report* report, cudaStream_t s) {
         ch08::sum_tma(ch08::make_matrix_job(dm.view, partial, mc.blocks, compute, stages, report), s);
       },
       mc.blocks, [&](const std::vector<Word>& got) { return ch08::check_box_partials(got, want, hm, box_rows); });
@@ -312,6 +317,9 @@ void check_cases(const std::vector<CaseT>& cases, Run&& run, Ragged&& ragged, co
                     << step << "; ./lab hint 08)");
         }
         if (o.wrong.empty() && o.stalled.empty()) continue;
+        if (o.wrong == cml::test::ran_elsewhere(what))
+          FAIL(what << " on " << k->what << ", compute " << compute << ", stages " << stages << ": " << o.wrong << " ("
+                    << step << "; ./lab hint 08)");
         f.stalled = !o.stalled.empty();
         if (kernel_prefix != nullptr) f.wait_right = waits_right(kernel_prefix, stages);
         FAIL(what << " on " << k->what << ", compute " << compute << ", stages " << stages << ": "
@@ -325,7 +333,7 @@ void check_1d_sums(SumFn fn, const char* name, std::string (*advice)(const Failu
                    const char* kernel_prefix) {
   check_cases(
       ch08::sum_cases(), [&](const ch08::Case& k, int compute, int stages) {
-        return sums(fn, k.n, k.blocks, compute, stages);
+        return sums(fn, name, k.n, k.blocks, compute, stages);
       },
       [](const ch08::Case& k) { return k.n % 4 != 0; }, name, advice, step, kernel_prefix);
 }
@@ -508,10 +516,11 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged input", "[.tar
     ch08::reverse_warp(ch08::Reverse::neighbour_synced, a_d.data(), b_d.data(), 64, nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
   } else if (target == "pipeline") {
-    const auto o = sums(ch08::sum_pipeline, 3 * ch08::kTileWords + 6, 2, 0, 3);
+    const auto o = sums(ch08::sum_pipeline, "sum_pipeline", 3 * ch08::kTileWords + 6, 2, 0, 3);
     err = o.wrong + o.stalled;
   } else if (target == "fast" || target == "bulk") {
-    const auto o = sums(target == "fast" ? ch08::sum_fast : ch08::sum_bulk, 7 * ch08::kTileWords + 3, 2, 0, 3);
+    const auto o = sums(target == "fast" ? ch08::sum_fast : ch08::sum_bulk, target == "fast" ? "sum_fast" : "sum_bulk",
+                        7 * ch08::kTileWords + 3, 2, 0, 3);
     err = o.wrong + o.stalled;
   } else if (target == "tma") {
     const auto o = box_sums(ch08::matrix_cases()[6], 0, 3);  // 9 x 257, pitch 260
