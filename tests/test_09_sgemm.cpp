@@ -68,6 +68,12 @@ std::string step_text(int step) { return "step " + std::to_string(step) + "; ./l
 // 300 x 200 x 128: 1000 x 40 x 64 and 40 x 1000 x 64 keep ragged edges over whole k-tiles.
 constexpr int kSanitizerMaxWorkLog2 = 23, kRacecheckMaxWorkLog2 = 22;
 
+// Whether C, wrong when read after `stream`'s work, is right once the whole device has
+// finished: then the kernel ran on another stream (stream_race.hpp).
+bool right_after_device(const ch09::Problem& p, const ch09::Reference& ref, cudaStream_t stream) {
+  return cudaDeviceSynchronize() == cudaSuccess && ch09::compare(p, p.read_c(stream), ref).ok;
+}
+
 // Every shape of the list through `v`, each against the CPU; shared memory scrubbed with NaN
 // first, so a tile read before it is filled shows. The first failure's report, then what the
 // failing shapes have in common.
@@ -89,8 +95,7 @@ void check_shapes(const Variant& v, const std::vector<Shape>& shapes) {
     ch09::scrub_shared_memory(s);
     const auto r = ch09::run_and_compare(p, [&](cudaStream_t st) { ch09::run(v, p, st); }, ref, s);
     verdicts.push_back({shape, r.ok});
-    // Right once the whole device has finished: the kernel ran on another stream (stream_race.hpp).
-    if (!r.ok && cudaDeviceSynchronize() == cudaSuccess && ch09::compare(p, p.read_c(s), ref).ok) {
+    if (!r.ok && right_after_device(p, ref, s)) {
       first = ch09::describe(shape) + ": " + cml::test::ran_elsewhere(v.name);
       verdicts.clear();
       break;
@@ -267,8 +272,10 @@ void check_reads_stop_at_end(const Variant& v, const char* advice) {
                      << (v.is_gram() ? "" : " and B")
                      << " end where the mapped memory ends, so the kernel read past the last element: " << advice
                      << " (" << step_text(v.step) << ")");
+    const bool elsewhere = !r.ok && right_after_device(p, ch09::cpu_reference_full(p), s);
     INFO(v.label() << " on " << ch09::describe(shape) << " with A" << (v.is_gram() ? "" : " and B")
-                   << " ending at an unmapped page: " << r.describe() << " (" << step_text(v.step) << ")");
+                   << " ending at an unmapped page: " << (elsewhere ? cml::test::ran_elsewhere(v.name) : r.describe())
+                   << " (" << step_text(v.step) << ")");
     REQUIRE(r.ok);
   }
 }
