@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <utility>
 
 namespace cml::test {
 
@@ -20,15 +21,22 @@ inline std::string ran_elsewhere(const std::string& function) {
          "stream, which a non-blocking stream never waits for); launch on `stream`";
 }
 
+// `err`, the verdict on results read after the given stream's work ("" when right), unless
+// they come right once the whole device has finished: the device is synchronised and
+// `rejudge()` reads and judges them again; right then, the message is ran_elsewhere(function).
+template <class Judge>
+std::string named_if_elsewhere(const std::string& function, std::string err, Judge&& rejudge) {
+  if (err.empty()) return err;
+  if (cudaDeviceSynchronize() != cudaSuccess) return err;  // a fault: the first verdict stands
+  return rejudge().empty() ? ran_elsewhere(function) : err;
+}
+
 // `judge()` reads the results after the given stream's work and returns "" when right, else
-// what is wrong; it may be called twice. When it fails, the device is synchronised and it is
-// asked again: right then, the message is ran_elsewhere(function).
+// what is wrong; it may be called twice (named_if_elsewhere).
 template <class Judge>
 std::string judged_on_stream(const std::string& function, Judge&& judge) {
   std::string err = judge();
-  if (err.empty()) return err;
-  if (cudaDeviceSynchronize() != cudaSuccess) return err;  // a fault: the first verdict stands
-  return judge().empty() ? ran_elsewhere(function) : err;
+  return named_if_elsewhere(function, std::move(err), judge);
 }
 
 }  // namespace cml::test
