@@ -190,11 +190,12 @@ std::size_t count_16_bytes(const cml::sass::Function& f, const std::string& op) 
 
 // Runs this executable again under ncu on the hidden [.target] case, which launches what
 // CML_TARGET names (experiments, kernels); the counters of each kernel, in launch order.
+// why_not: why none, or, with some, what went wrong in the run (for a kernel missing).
 std::vector<cml::ncu::KernelMetrics> profiled(const char* what, std::string& why_not) {
   const auto r = cml::ncu::profile({cml::sass::self_executable(), "[.target]"}, ch05::profiled_kernels(),
                                    ch05::shared_metrics(),
                                    {"CML_TRACE=off", "CML_ISOLATE=off", std::string("CML_TARGET=") + what});
-  if (!r.ok) why_not = r.error;
+  why_not = r.ok ? r.trouble : r.error;
   return r.ok ? r.kernels : std::vector<cml::ncu::KernelMetrics>{};
 }
 
@@ -224,7 +225,9 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
   const cml::ncu::KernelMetrics* k = nullptr;
   for (const auto& m : measured)
     if (m.kernel.find(kernel) != std::string::npos) k = &m;
-  if (k == nullptr) FAIL("ncu saw no kernel named " << kernel << ": keep the kernel's name (" << step << ")");
+  if (k == nullptr)
+    FAIL("ncu saw no kernel named " << kernel << ": keep the kernel's name (" << step << ")"
+                                    << (why.empty() ? "" : "; the profiled run said: " + why));
   const double ld = metric(*k, ch05::kLdConflicts), st = metric(*k, ch05::kStConflicts);
   if (metric(*k, ch05::kLdInst) <= 0 || metric(*k, ch05::kStInst) <= 0)
     FAIL(kernel << " made " << metric(*k, ch05::kStInst) << " shared stores and " << metric(*k, ch05::kLdInst)

@@ -187,7 +187,8 @@ std::vector<cml::ncu::KernelMetrics> profiled(const Variant& v, std::string& why
   }
   for (const auto& k : r.kernels)
     if (k.kernel.find(v.kernel) != std::string::npos) return {k};
-  why_not = std::string("ncu saw no kernel named ") + v.kernel + ": keep the kernel's name (sgemm.cuh)";
+  why_not = std::string("ncu saw no kernel named ") + v.kernel + ": keep the kernel's name (sgemm.cuh)" +
+            (r.trouble.empty() ? "" : "; the profiled run said: " + r.trouble);
   return {};
 }
 

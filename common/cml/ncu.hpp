@@ -22,7 +22,14 @@ struct Result {
   bool ok = false;
   std::string error;  // why not: ncu missing, counters not permitted, the run failed
   std::vector<KernelMetrics> kernels;  // in launch order
+  // ncu's ==ERROR== lines and the profiled run's failures, for a caller that misses a kernel
+  // it expected (a kernel that could not be replayed, a target that stopped early).
+  std::string trouble;
 };
+
+// The lines of ncu's output (and its child's) that say something went wrong: ==ERROR==,
+// Catch2's FAILED and the message after it, a signal. At most `limit` characters. Pure text.
+std::string trouble_lines(const std::string& text, std::size_t limit = 400);
 
 // ncu's --csv --page raw output: one row per profiled kernel. Pure text, tested on the CPU.
 std::vector<KernelMetrics> parse_raw_csv(const std::string& text, const std::vector<std::string>& metrics);

@@ -76,6 +76,23 @@ std::optional<std::string> permission_problem(const std::string& text) {
                      "or allow it with the nvidia module option NVreg_RestrictProfilingToAdminUsers=0");
 }
 
+std::string trouble_lines(const std::string& text, std::size_t limit) {
+  std::istringstream in(text);
+  std::string line, out;
+  int after_failed = 0;  // Catch2 prints the message a few lines below FAILED:
+  while (std::getline(in, line) && out.size() < limit) {
+    const bool failed = line.find("FAILED:") != std::string::npos;
+    const bool wanted = failed || after_failed > 0 || line.find("==ERROR==") != std::string::npos ||
+                        line.find("Segmentation fault") != std::string::npos ||
+                        line.find("Aborted") != std::string::npos;
+    after_failed = failed ? 3 : after_failed - 1;
+    std::size_t b = line.find_first_not_of(" \t\r");
+    if (!wanted || b == std::string::npos) continue;
+    out += (out.empty() ? "" : " | ") + line.substr(b, line.find_last_not_of(" \t\r") - b + 1);
+  }
+  return out.size() > limit ? out.substr(0, limit) + "..." : out;
+}
+
 std::optional<std::string> find_ncu() { return tools::find({"ncu"}, tools::search_dirs()); }
 
 Result profile(const std::vector<std::string>& command, const std::string& kernel_regex,
@@ -114,6 +131,7 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
     return r;
   }
   r.kernels = parse_raw_csv(log.str(), metrics);
+  r.trouble = trouble_lines(all);
   if (r.kernels.empty()) {
     r.error = "ncu profiled no kernel matching '" + kernel_regex + "': " + all.substr(0, 400);
     return r;

@@ -29,3 +29,21 @@ TEST_CASE("ncu's counter-permission error becomes a reason to skip", "[cpu][ncu]
   CHECK(cml::ncu::permission_problem("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"));
   CHECK_FALSE(cml::ncu::permission_problem("==PROF== Disconnected"));
 }
+
+TEST_CASE("what went wrong in a profiled run is kept: ncu's errors and the target's failure", "[cpu][ncu]") {
+  const std::string out =
+      "==PROF== Connected to process 42\n"
+      "==PROF== Profiling \"transpose_tiled_kernel\": 0%....50%....100% - 9 passes\n"
+      "==ERROR== Failed to profile \"transpose_wide_kernel\" in process 42\n"
+      "../src/tests/test_05_shared_memory.cpp:340: FAILED:\n"
+      "  REQUIRE( ok )\n"
+      "with expansion:\n"
+      "==PROF== Disconnected from process 42\n";
+  const auto said = cml::ncu::trouble_lines(out);
+  CHECK(said.find("Failed to profile \"transpose_wide_kernel\"") != std::string::npos);
+  CHECK(said.find("FAILED:") != std::string::npos);
+  CHECK(said.find("REQUIRE( ok )") != std::string::npos);
+  CHECK(said.find("Connected") == std::string::npos);
+  CHECK(cml::ncu::trouble_lines("==PROF== Disconnected from process 42\n").empty());
+  CHECK(cml::ncu::trouble_lines(std::string(2000, 'x') + " FAILED:\n", 100).size() <= 103);
+}
