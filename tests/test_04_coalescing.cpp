@@ -219,10 +219,8 @@ std::vector<std::pair<std::string, double>> profiled_sectors_per_request(std::st
                                    // one process, whatever the caller's isolation: ncu profiles it
                                    {"CML_TRACE=off", "CML_TARGET=1", "CML_ISOLATE=off"});
   std::vector<std::pair<std::string, double>> out;
-  if (!r.ok) {
-    why_not = r.error;
-    return out;
-  }
+  why_not = r.ok ? r.trouble : r.error;  // with kernels: what went wrong in the run, if anything
+  if (!r.ok) return out;
   for (const auto& k : r.kernels) {
     const double req = k.values.count(kLoadMetrics[0]) ? k.values.at(kLoadMetrics[0]) : 0;
     const double sec = k.values.count(kLoadMetrics[1]) ? k.values.at(kLoadMetrics[1]) : 0;
@@ -501,7 +499,7 @@ TEST_CASE("step 4 and the model: sectors per request match the sector model with
     INFO("ncu profiled " << measured.size() << " kernels (" << names << "); want " << kTargets.size() + 5
          << ": the chapter's " << kTargets.size() << " and one per launcher (scale, copy_vectorized, copy_coalesced, "
          "advance_aos, advance_soa). A launcher that launches nothing (step 3's, as shipped) or more than one "
-         "kernel shifts the list");
+         "kernel shifts the list" << (why.empty() ? "" : "; the profiled run said: " + why));
     REQUIRE(measured.size() == kTargets.size() + 5);
   }
   for (std::size_t i = 0; i < kTargets.size(); ++i) {

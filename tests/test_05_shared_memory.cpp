@@ -522,6 +522,8 @@ TEST_CASE("the bank model predicts ncu's wavefronts and conflicts for every acce
   const auto measured = profiled("experiments", why);
   CML_REQUIRE_NCU(measured, why);
   const auto& ex = ch05::experiments();
+  INFO("ncu profiled " << measured.size() << " experiments of " << ex.size()
+                       << (why.empty() ? "" : "; the profiled run said: " + why));
   REQUIRE(measured.size() == ex.size());
   for (std::size_t i = 0; i < ex.size(); ++i) {
     const auto m = ex[i].model();

@@ -274,8 +274,8 @@ constexpr std::size_t kRacecheckMaxWords = std::size_t{1} << 18;
 
 // Under racecheck, compute 3 (more arithmetic per word, the same shared-memory accesses and
 // barriers) runs at the deepest pipeline only, where slower consumers most let the copies
-// run ahead; compute 0 keeps every stage count. With every pair the chapter took 274 s of
-// the setup's 559 on the H200, close to its 10-minute limit (docs/08_cp_async_ptx.md).
+// run ahead; compute 0 keeps every stage count. With every pair the chapter alone took about
+// half of the setup's 10 minutes (times in docs/08_cp_async_ptx.md).
 bool racecheck_skips(bool racecheck, int compute, int stages) {
   return racecheck && compute != 0 && stages != ch08::kMaxStages;
 }

@@ -64,8 +64,9 @@ std::string step_text(int step) { return "step " + std::to_string(step) + "; ./l
 // Under a compute-sanitizer setup every access is checked, thousands of times slower: shapes
 // of more multiply-adds than this are left out there (and said so). Every edge, thin and
 // ragged shape of the lists stays; only the largest go (513 x 517 x 519, the Gram 300 and 513).
-// Racecheck, the slowest (this chapter took 184 s of its 559 on the H200), also leaves out
-// 300 x 200 x 128: 1000 x 40 x 64 and 40 x 1000 x 64 keep ragged edges over whole k-tiles.
+// Racecheck, the slowest tool, also leaves out 300 x 200 x 128, so that its whole setup stays
+// well inside 10 minutes (times in docs/09_sgemm.md): 1000 x 40 x 64 and 40 x 1000 x 64 keep
+// ragged edges over whole k-tiles.
 constexpr int kSanitizerMaxWorkLog2 = 23, kRacecheckMaxWorkLog2 = 22;
 
 // The verdict on `r` (C read after `stream`'s work): "" when right, else what is wrong, or
