@@ -91,9 +91,10 @@ void fir_ring(const float* in, float* out, int rows, int cols, const Taps& taps,
 // kSortRun values of one column in rows r0 .. r0 + kSortRun - 1 of a rows x cols matrix
 // (in -> out, row-major; a shorter last run sorts what there is), ascending, with a bitonic
 // network indexed by constants only. The budget: no cap (sort_registers_kernel, all in
-// registers); __launch_bounds__(kSortBlock, 8), which leaves 32 registers a thread, so
-// ptxas spills to local memory (sort_capped_kernel); the same cap with CUDA 13's
-// .pragma "enable_smem_spilling", spills to shared memory (sort_smem_spill_kernel).
+// registers); a cap of 32 registers a thread, so ptxas spills to local memory
+// (sort_capped_kernel); the cap of 8 blocks of 256 threads per SM with CUDA 13's
+// .pragma "enable_smem_spilling", spills to shared memory (sort_smem_spill_kernel: 32
+// registers where an SM holds 2048 threads, more on sm_75 and sm_86, provided.cu).
 inline constexpr int kSortRun = 32, kSortBlock = 256;
 enum class SortBudget { kRegisters, kLocalSpill, kSharedSpill };
 void sort_runs(SortBudget budget, const float* in, float* out, int rows, int cols, cudaStream_t stream);

@@ -6,6 +6,7 @@
 #include "device.cuh"
 #include "memory_spaces.cuh"
 
+#include "cml/arch.cuh"
 #include "cml/errors.hpp"
 
 #include <cmath>
@@ -75,16 +76,20 @@ __global__ void sort_registers_kernel(const float* __restrict__ in, float* __res
   sort_run(in, out, rows, cols);
 }
 
-// __launch_bounds__(256, 8): 8 blocks of 256 threads per SM leave 65536 / 2048 = 32
-// registers a thread, fewer than the run needs, so ptxas spills to local memory.
-__global__ void __launch_bounds__(kSortBlock, 8)
+// At most 32 registers a thread, fewer than the run needs, so ptxas spills to local memory.
+// (__launch_bounds__(256, 8) gives the same cap where an SM holds 2048 threads: 65536 / 2048;
+// __maxnreg__ gives it on every GPU.)
+__global__ void __maxnreg__(32)
     sort_capped_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   sort_run(in, out, rows, cols);
 }
 
 // CUDA 13: ptxas may spill to shared memory instead, for a kernel with __launch_bounds__
-// (so it knows how many threads share the block's shared memory).
-__global__ void __launch_bounds__(kSortBlock, 8)
+// (so it knows how many threads share the block's shared memory), which cannot be combined
+// with __maxnreg__: the cap comes from 8 blocks of 256 threads per SM, 32 registers, where
+// an SM holds 2048 threads; as many blocks as it holds elsewhere (sm_86: 6, 40 registers;
+// sm_75: 4, 64 registers), so there the run may spill less or not at all.
+__global__ void __launch_bounds__(kSortBlock, cml::arch::blocks_per_sm(kSortBlock, 8))
     sort_smem_spill_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   asm volatile(".pragma \"enable_smem_spilling\";");
   sort_run(in, out, rows, cols);

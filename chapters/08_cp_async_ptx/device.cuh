@@ -195,10 +195,13 @@ __device__ __forceinline__ void wait_phase(std::uint64_t* bar, unsigned parity, 
 // cp.async.bulk global -> shared, completing on `bar`: one instruction, issued by one
 // thread, moves `bytes` (a multiple of 16, > 0) from `src` (16-byte aligned, global) to `dst`
 // (16-byte aligned, shared) through the copy engine, and then completes `bytes`
-// transactions on the barrier (complete_tx). SASS: UBLKCP.S.G.
+// transactions on the barrier (complete_tx). SASS: UBLKCP.S.G. The destination is named
+// .shared::cta (PTX ISA 8.6, CUDA 12.8), this block's own shared memory: with
+// .shared::cluster, which may name another block's, nvcc 13.0 compiles for sm_120 a check of
+// the block and a fallback call through local memory (and the same SASS for sm_90).
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, unsigned bytes, std::uint64_t* bar) {
 #if CH08_SM90
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+  asm volatile("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                    shared_address(dst)),
                "l"(src), "r"(bytes), "r"(shared_address(bar))
                : "memory");
@@ -217,11 +220,12 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 // shared), rows one after another. Elements of the box outside the matrix are not read:
 // they land as zeros. The transactions it completes are always the whole box's bytes,
 // inside the matrix or not. `map` is the address of a __grid_constant__ kernel parameter
-// (or of a tensor map in global or constant memory). SASS: UTMALDG.2D.
+// (or of a tensor map in global or constant memory). SASS: UTMALDG.2D. Into .shared::cta,
+// as the bulk copy above.
 __device__ __forceinline__ void tensor_load_2d(void* dst, const CUtensorMap* map, int x, int y, std::uint64_t* bar) {
 #if CH08_SM90
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+      "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
           "r"(shared_address(dst)),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(shared_address(bar))
       : "memory");

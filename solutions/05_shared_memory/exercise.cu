@@ -5,6 +5,7 @@
 //   ./lab diff 05                    your file against this one (spoils the chapter)
 #include "shared_memory.cuh"
 
+#include "cml/arch.cuh"
 #include "cml/errors.hpp"
 
 #include <stdexcept>
@@ -136,8 +137,9 @@ __device__ __forceinline__ void transpose_tile(const float* __restrict__ in, flo
 // 8 blocks of 256 threads fill an SM's 2048 threads only at 32 registers a thread or fewer
 // (65536 registers): with 64 x 64 tiles (kSolutionTile = 64, an experiment of
 // docs/05_shared_memory.md) nvcc gave the swizzled kernel 40 without the bound, and an SM
-// held 6 blocks. (Step 4's kernel spills at 32: it keeps 40.)
-constexpr int kBlocksPerSm = 8;
+// held 6 blocks. (Step 4's kernel spills at 32: it keeps 40.) GPUs whose SMs hold fewer
+// threads (1024 on sm_75, 1536 on sm_86) are asked for as many blocks as they hold.
+constexpr int kBlocksPerSm = cml::arch::blocks_per_sm(kTile * kBlockRows, 8);
 
 template <typename Kernel>
 void launch_tiles(Kernel kernel, const float* in, float* out, int rows, int cols, cudaStream_t stream) {
