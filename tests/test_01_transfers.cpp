@@ -566,7 +566,6 @@ TEST_CASE("step 2: packing and a few copies beat one cudaMemcpy per piece", "[ch
 
 TEST_CASE("step 3: a kernel reading the zero-copy buffer sees what the host wrote", "[ch01][step3][correctness]") {
   cml::test::device();
-  if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   const unsigned seed = std::random_device{}();
   CAPTURE(seed);
   std::minstd_rand rng(seed);
@@ -585,7 +584,6 @@ TEST_CASE("step 3: a kernel reading the zero-copy buffer sees what the host wrot
 
 TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues, on its stream alone", "[ch01][step3][mechanism]") {
   cml::test::device();
-  if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   CML_REQUIRE_TRACING();
   const std::size_t n = (4u << 20) + 3;
   ZeroCopyOwner buf(n * sizeof(std::uint32_t));
@@ -632,7 +630,6 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
 TEST_CASE("step 3: every allocate_zero_copy call maps a buffer of its own, its device view showing its own bytes",
           "[ch01][step3][mechanism]") {
   cml::test::device();
-  if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   const std::vector<std::size_t> words = {(std::size_t{1} << 18) + 3, 1001, (std::size_t{1} << 20) + 7};
   std::vector<std::unique_ptr<ZeroCopyOwner>> bufs;
   std::vector<cml::test::Range> hosts, devices;
@@ -666,7 +663,6 @@ TEST_CASE("step 3: every allocate_zero_copy call maps a buffer of its own, its d
 
 TEST_CASE("step 3: free_zero_copy releases the mapped buffer with cudaFreeHost, and nothing was allocated on the device", "[ch01][step3][mechanism]") {
   cml::test::device();
-  if (!cml::test::device().can_map_host_memory) CML_SKIP("this GPU reports canMapHostMemory = 0");
   CML_REQUIRE_TRACING();
   cml::api::Recorder alloc_calls;
   ZeroCopyOwner buf((std::size_t{1} << 20) + 9);

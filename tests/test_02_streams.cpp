@@ -804,9 +804,7 @@ TEST_CASE("step 2: more than 2^31 ints, where a 32-bit index or byte count overf
 // ---- Step 3 ------------------------------------------------------------------------------
 
 TEST_CASE("step 3: your plan comes close to the bound on a balanced, a copy-bound and a kernel-bound workload", "[ch02][step3][perf]") {
-  const auto& dev = cml::test::device();
-  if (dev.async_engine_count < 2)
-    CML_SKIP("this GPU has " + std::to_string(dev.async_engine_count) + " copy engine(s); the bound assumes 2");
+  CML_REQUIRE_NEED("copy_engines=2", "the bound of copies in both directions at once");
   const std::size_t n = fitting(std::size_t{64} << 20);  // 256 MiB each way, as in the chapter's figures
   Setup s(n, 0);
   const int balanced = balanced_cycles(s);
@@ -837,8 +835,6 @@ TEST_CASE("step 3: your plan comes close to the bound on a balanced, a copy-boun
 }
 
 TEST_CASE("step 3: on a small problem your plan does not lose to the sequential pipeline", "[ch02][step3][perf]") {
-  const auto& dev = cml::test::device();
-  if (dev.async_engine_count < 1) CML_SKIP("this GPU cannot copy while a kernel runs (asyncEngineCount 0)");
   Setup s(std::size_t{1} << 18, 0);  // 1 MiB each way: tens of microseconds per phase
   s.problem.cycles = balanced_cycles(s);
   const PlanRun r = run_plan(s, nullptr, 15);

@@ -81,17 +81,6 @@ struct Fixture {
   ch03::Progress& progress;
 };
 
-void require_managed() {
-  if (!cml::test::device().managed_memory) CML_SKIP("this device has no managed memory");
-}
-
-void require_concurrent_access() {
-  require_managed();
-  if (!cml::test::device().concurrent_managed_access)
-    CML_SKIP("this device has no concurrentManagedAccess: managed memory cannot be prefetched or advised to it, "
-             "so step 4 has nothing to check here (run_lane must skip both on such a device)");
-}
-
 // What the lane's thread did while run_lane ran on it.
 struct LaneRun {
   std::string error;  // what run_lane threw
@@ -363,7 +352,6 @@ CML_INTEGRITY_CASE(03, "03_unified_memory")
 
 TEST_CASE("step 1: the host never touches the data while its kernel runs, however long the kernel takes",
           "[ch03][step1][correctness]") {
-  require_managed();
   Fixture f(jitter((1u << 20) + 3), 1000 + 7, 1);
   f.progress.max_delay_ms = kMaxDelayMs;
   const int rounds = 8;
@@ -378,7 +366,6 @@ TEST_CASE("step 1: the host never touches the data while its kernel runs, howeve
 
 TEST_CASE("step 1: several threads' rounds give the right result, each lane waiting for its own stream",
           "[ch03][step1][correctness]") {
-  require_managed();
   std::vector<std::unique_ptr<Fixture>> lanes;
   for (const std::size_t n : {jitter(100003), jitter(4096), jitter(777)})
     lanes.push_back(std::make_unique<Fixture>(n, 1009, static_cast<unsigned>(n)));
@@ -406,7 +393,6 @@ TEST_CASE("step 1: several threads' rounds give the right result, each lane wait
 // ---- Step 2 ------------------------------------------------------------------------------
 
 TEST_CASE("step 2: each buffer is attached to its own stream alone, before its first kernel", "[ch03][step2][mechanism]") {
-  require_managed();
   CML_REQUIRE_TRACING();
   Fixture f(jitter(65536 + 5), 1009, 2);
   cml::api::Recorder recorder;
@@ -457,7 +443,6 @@ TEST_CASE("step 2: each buffer is attached to its own stream alone, before its f
 TEST_CASE("step 2: run_lane enqueues its kernels, copies, memsets, prefetches and host functions on lane.stream, and nothing elsewhere",
           "[ch03][step2][mechanism]") {
   CML_REQUIRE_TRACING();
-  require_managed();
   Fixture f(jitter(65536 + 5), 1009, 9);
   const int rounds = 3;
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -497,7 +482,6 @@ TEST_CASE("step 2: run_lane enqueues its kernels, copies, memsets, prefetches an
 
 TEST_CASE("step 2: with several lanes in one process, each lane attaches its own buffer to its own stream",
           "[ch03][step2][mechanism]") {
-  require_managed();
   CML_REQUIRE_TRACING();
   ManyLanes m(20);
   const int rounds = 2;
@@ -535,7 +519,6 @@ TEST_CASE("step 2: with several lanes in one process, each lane attaches its own
 
 TEST_CASE("step 3: a host function on the lane's stream signals each round, in order, and nothing blocks",
           "[ch03][step3][mechanism]") {
-  require_managed();
   CML_REQUIRE_TRACING();
   Fixture f(jitter(65536 + 5), 1009, 3);
   f.progress.max_delay_ms = kMaxDelayMs / 2;
@@ -601,7 +584,6 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
 
 TEST_CASE("step 3: with several lanes in one process, each lane's host functions go on its own stream and signal its own RoundSignal",
           "[ch03][step3][mechanism]") {
-  require_managed();
   CML_REQUIRE_TRACING();
   ManyLanes m(30);
   const int rounds = 3;
@@ -634,7 +616,6 @@ TEST_CASE("step 3: with several lanes in one process, each lane's host functions
 // ---- Step 4 ------------------------------------------------------------------------------
 
 TEST_CASE("step 4: data moves by prefetch both ways on the lane's stream", "[ch03][step4][mechanism]") {
-  require_concurrent_access();
   CML_REQUIRE_TRACING();
   Fixture f(jitter((16u << 20) + 1024), jitter(1 << 16), 4);  // 64 MiB of data
   cml::api::Recorder api;
@@ -680,7 +661,6 @@ TEST_CASE("step 4: data moves by prefetch both ways on the lane's stream", "[ch0
 // calls' order, not from how the race came out.
 TEST_CASE("step 4: each round's moves are in stream order: to the GPU before the kernel, back to the host before the host function",
           "[ch03][step4][mechanism]") {
-  require_concurrent_access();
   CML_REQUIRE_TRACING();
   Fixture f(jitter((1u << 20) + 5), 1009, 9);
   const int rounds = 3;
@@ -729,7 +709,6 @@ TEST_CASE("step 4: each round's moves are in stream order: to the GPU before the
 
 TEST_CASE("step 4: with several lanes in one process, each lane prefetches its own whole buffer on its own stream",
           "[ch03][step4][mechanism]") {
-  require_concurrent_access();
   CML_REQUIRE_TRACING();
   ManyLanes m(40);
   const int rounds = 2;
@@ -770,7 +749,6 @@ TEST_CASE("step 4: with several lanes in one process, each lane prefetches its o
 // thread.
 TEST_CASE("step 4: the shared table is advised read-mostly once, whole, by its owner and not by the lanes",
           "[ch03][step4][mechanism]") {
-  require_concurrent_access();
   CML_REQUIRE_TRACING();
   const int device = cml::test::device().index;
   const cml::ManagedBuffer<unsigned> table = ch03::random_table(jitter(1 << 16), 8);
@@ -828,7 +806,6 @@ TEST_CASE("step 4: the shared table is advised read-mostly once, whole, by its o
 
 TEST_CASE("step 4: prefetch_to_gpu and prefetch_to_cpu only enqueue the whole buffer's move, on the lane's stream",
           "[ch03][step4][mechanism]") {
-  require_concurrent_access();
   CML_REQUIRE_TRACING();
   Fixture f(jitter((1u << 20) + 5), 1009, 6);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -880,7 +857,6 @@ TEST_CASE("step 4: prefetch_to_gpu and prefetch_to_cpu only enqueue the whole bu
 
 TEST_CASE("step 4: prefetching to the GPU reaches the speed of an explicit copy from pinned memory",
           "[ch03][step4][perf]") {
-  require_concurrent_access();
   const auto& dev = cml::test::device();
   std::size_t n = std::size_t{64} << 20;  // 256 MiB
   while (3 * n * sizeof(unsigned) + (std::size_t{512} << 20) > dev.free_bytes && n > (std::size_t{1} << 20)) n /= 2;
@@ -953,7 +929,6 @@ void print_run(const char* what, const LaneRun& run, const ch03::Progress& p, in
 }  // namespace
 
 TEST_CASE("step 1: measure both sides of the bars", "[ch03][step1][.measure]") {
-  require_managed();
   std::printf("device %s\n", cml::test::device().name.c_str());
   const int rounds = 8;
   using namespace std::chrono_literals;
@@ -996,7 +971,6 @@ TEST_CASE("step 1: measure both sides of the bars", "[ch03][step1][.measure]") {
 }
 
 TEST_CASE("step 4: measure both sides of the prefetch bar", "[ch03][step4][.measure]") {
-  require_concurrent_access();
   std::printf("device %s\n", cml::test::device().name.c_str());
   const auto& dev = cml::test::device();
   std::size_t n = std::size_t{64} << 20;

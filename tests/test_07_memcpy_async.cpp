@@ -124,9 +124,10 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
   }
   if (ldgsts + ublkcp == 0) return;  // nothing asynchronous: the checks below would only repeat it
   // What completes the copies: cp.async groups (LDGDEPBAR commits, DEPBAR waits), or a
-  // hardware barrier (ARRIVES.LDGSTSBAR / UBLKCP complete on it, SYNCS.PHASECHK waits).
-  // Without a commit, a thread-scope pipeline's wait has nothing to wait for and nvcc
-  // drops it: the SASS shows what the sums may hide.
+  // barrier in shared memory (ARRIVES.LDGSTSBAR / UBLKCP complete on it; the wait is
+  // SYNCS.PHASECHK from sm_90 on, and before it a loop that polls the barrier with NANOSLEEP
+  // between reads). Without a commit, a thread-scope pipeline's wait has nothing to wait for
+  // and nvcc drops it: the SASS shows what the sums may hide.
   {
     const std::size_t commits = cml::sass::count(f, "LDGDEPBAR") + cml::sass::count(f, "ARRIVES.LDGSTSBAR") + ublkcp;
     INFO(kernel << ": no stage is ever committed (no LDGDEPBAR: cp.async.commit_group) and no copy is attached to a "
@@ -135,8 +136,11 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
     CHECK(commits > 0);
   }
   {
-    const std::size_t waits = cml::sass::count(f, "DEPBAR") + cml::sass::count(f, "SYNCS.PHASECHK");
-    INFO(kernel << " never waits for its copies (no DEPBAR: cp.async.wait_group; no SYNCS.PHASECHK: a barrier's "
+    const bool polled = cml::test::device().cc() < 90;  // a barrier's wait before sm_90
+    const std::size_t waits = cml::sass::count(f, "DEPBAR") + cml::sass::count(f, "SYNCS.PHASECHK") +
+                              (polled ? cml::sass::count(f, "NANOSLEEP") : 0);
+    INFO(kernel << " never waits for its copies (no DEPBAR: cp.async.wait_group; no "
+         << (polled ? "polling loop with NANOSLEEP" : "SYNCS.PHASECHK") << ": a barrier's "
          "wait): the compute reads a tile before its copy completed — wait for it before the block barrier ("
          << step << "; ./lab hint 07)");
     CHECK(waits > 0);
@@ -147,7 +151,6 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
 
 #define check_no_race(kernel, step, advice)                                                              \
   do {                                                                                                   \
-    CML_REQUIRE_ASYNC_COPIES();                                                                                     \
     CML_CHECK_SANITIZER("racecheck", std::string("racecheck:") + (kernel),                               \
                         "hazards in " << (kernel) << " on a small array: a thread read shared memory before " \
                         "the copy that writes it completed (or a copy overwrote words still being read) — "   \
@@ -192,7 +195,6 @@ struct TimedArray {
 // base's speed (at base_stages), or the message with both times and what to change.
 void check_sum_speed(SumFn fn, const char* name, SumFn base, int base_stages, const char* base_name, double bar,
                      const char* advice) {
-  CML_REQUIRE_ASYNC_COPIES();
   const TimedArray t(2);
   const Job a = t.job(3), b = t.job(base_stages);
   const auto st = cml::test::time_together({[&](cudaStream_t x) { base(b, x); }, [&](cudaStream_t x) { fn(a, x); }});
@@ -222,30 +224,25 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged array", "[.tar
 CML_INTEGRITY_CASE(07, "07_memcpy_async")
 
 TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multiples of the tile", "[ch07][step1][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_sums_on_every_case(ch07::sum_cg, "sum_cg", false, "step 1");
 }
 
 TEST_CASE("step 1: sum_cg reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step1][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_reads_stop_at_end(ch07::sum_cg, "sum_cg", 1, ch07::make_job,
                                      "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
                                      "s.count bytes (tile_span), whatever compute_tile then reads (step 1; ./lab hint 07)");
 }
 
 TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_cg, "sum_cg", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 1: sum_cg launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step1][mechanism]") {
   CML_REQUIRE_TRACING();
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_grid(ch07::sum_cg, "sum_cg", "sum_cg_kernel", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 1: sum_cg_kernel copies the tile asynchronously, not through registers (SASS)", "[ch07][step1][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_cg_kernel");
   check_async_copies(*f, "sum_cg_kernel", "step 1",
                      "one collective copy of the tile by the whole block, then a wait for it");
@@ -260,34 +257,34 @@ TEST_CASE("step 1: sum_cg_kernel reads no tile before its copy completed (racech
 // ---- Step 2 -----------------------------------------------------------------------------
 
 TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not multiples of the tile", "[ch07][step2][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_sums_on_every_case(ch07::sum_barrier, "sum_barrier", false, "step 2");
 }
 
 TEST_CASE("step 2: sum_barrier reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step2][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_reads_stop_at_end(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job,
                                      "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
                                      "s.count bytes (tile_span) (step 2; ./lab hint 07)");
 }
 
 TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][step2][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 2: sum_barrier launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step2][mechanism]") {
   CML_REQUIRE_TRACING();
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_grid(ch07::sum_barrier, "sum_barrier", "sum_barrier_kernel", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 2: sum_barrier_kernel's copies complete on a barrier in shared memory (SASS)", "[ch07][step2][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_barrier_kernel");
   check_async_copies(*f, "sum_barrier_kernel", "step 2", "cuda::memcpy_async with the barrier as its last argument");
-  const std::size_t syncs = cml::sass::count(*f, "SYNCS");
-  INFO("sum_barrier_kernel has " << syncs << " SYNCS instructions: no hardware barrier object (mbarrier) is "
+  // The barrier object's instructions: SYNCS from sm_90 on; before it, the copies' arrival
+  // on the barrier (ARRIVES.LDGSTSBAR) and the threads' (ATOMS.ARRIVE).
+  const bool hopper = cml::test::device().cc() >= 90;
+  const char* const ops = hopper ? "SYNCS" : "ARRIVES.LDGSTSBAR or ATOMS.ARRIVE";
+  const std::size_t syncs = hopper ? cml::sass::count(*f, "SYNCS")
+                                   : cml::sass::count(*f, "ARRIVES.LDGSTSBAR") + cml::sass::count(*f, "ATOMS.ARRIVE");
+  INFO("sum_barrier_kernel has " << syncs << " " << ops << " instructions: no hardware barrier object (mbarrier) is "
        "arrived at or waited on, so the copy does not complete on a cuda::barrier — a __shared__ "
        "cuda::barrier<cuda::thread_scope_block>, init() by one thread, the copy handed to it, arrive_and_wait "
        "(step 2; ./lab hint 07)");
@@ -302,13 +299,11 @@ TEST_CASE("step 2: sum_barrier_kernel reads no tile before its copy completed (r
 // ---- Step 3 -----------------------------------------------------------------------------
 
 TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it", "[ch07][step3][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_sums_on_every_case(ch07::sum_pipeline, "sum_pipeline", true, "step 3");
   cml::test::check_stage_range(ch07::sum_pipeline, "sum_pipeline", ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 3: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step3][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_reads_stop_at_end(ch07::sum_pipeline, "sum_pipeline", ch07::kMaxStages, ch07::make_job,
                                      "a fetch of a slot past the block's last tile copies nothing (t < tiles), and "
                                      "the short last tile copies its count words only — still committing, in every "
@@ -316,18 +311,15 @@ TEST_CASE("step 3: sum_pipeline reads nothing past the end of the array at any s
 }
 
 TEST_CASE("step 3: sum_pipeline only enqueues one kernel on its stream", "[ch07][step3][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 3: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step3][mechanism]") {
   CML_REQUIRE_TRACING();
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_grid(ch07::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not through registers (SASS)", "[ch07][step3][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_pipeline_kernel");
   check_async_copies(*f, "sum_pipeline_kernel", "step 3", "each thread's copies into a stage, committed as one stage");
 }
@@ -362,7 +354,6 @@ TEST_CASE("step 3: copy-bound, the pipeline reads at kPipelineOverReadOnly of a 
 // solution's, or a mutant's). Mistake sides: one stage (no overlap) for steps 3's bars, the
 // 4-byte copies of step 3 for step 4's.
 TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][.measure]") {
-  CML_REQUIRE_ASYNC_COPIES();
   const auto& d = cml::test::device();
   std::printf("device %s\n", d.name.c_str());
   for (int run = 0; run < 5; ++run) {
@@ -390,13 +381,11 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
 // ---- Step 4 -----------------------------------------------------------------------------
 
 TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n not a multiple of 4", "[ch07][step4][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_sums_on_every_case(ch07::sum_fast, "sum_fast", true, "step 4");
   cml::test::check_stage_range(ch07::sum_fast, "sum_fast", ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 4: sum_fast reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step4][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_reads_stop_at_end(ch07::sum_fast, "sum_fast", ch07::kMaxStages, ch07::make_job,
                                      "a thread whose 16-byte piece lies wholly past the tile's count words copies "
                                      "nothing, the piece where the array ends copies its 1-3 words one by one, and "
@@ -404,18 +393,15 @@ TEST_CASE("step 4: sum_fast reads nothing past the end of the array at any stage
 }
 
 TEST_CASE("step 4: sum_fast only enqueues one kernel on its stream", "[ch07][step4][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_enqueues_only(ch07::sum_fast, "sum_fast", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 4: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step4][mechanism]") {
   CML_REQUIRE_TRACING();
-  CML_REQUIRE_ASYNC_COPIES();
   cml::test::check_sum_grid(ch07::sum_fast, "sum_fast", "sum_fast_kernel", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
 TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS)", "[ch07][step4][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_fast_kernel");
   check_async_copies(*f, "sum_fast_kernel", "step 4", "step 3's pipeline");
   const std::size_t wide = cml::sass::count(*f, "LDGSTS.E.BYPASS.128"), bulk = cml::sass::count(*f, "UBLKCP"),
@@ -429,13 +415,11 @@ TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS
 
 TEST_CASE("step 4: sum_fast_kernel keeps a block barrier after the wait and one before the refill (SASS)",
           "[ch07][step4][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   CML_KERNEL_SASS(f, "sum_fast_kernel");
   cml::test::check_tile_loop_barriers(*f, "sum_fast_kernel", "step 4; ./lab hint 07");
 }
 
 TEST_CASE("step 4: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch07][step4][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   CML_CHECK_SANITIZER("memcheck", "memcheck:sum_fast_kernel",
                       "bad accesses by sum_fast_kernel on 7 tiles + 3 words: a 16-byte copy of the array's last, "
                       "partial piece reads past the end of the array — copy whole 16-byte pieces with "

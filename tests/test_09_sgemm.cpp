@@ -540,23 +540,19 @@ TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its mic
 // ---- Step 4 ---------------------------------------------------------------------------------
 
 TEST_CASE("step 4: sgemm_pipelined multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step4][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_shapes(variant("sgemm_pipelined"), ch09::gemm_shapes());
 }
 
 TEST_CASE("step 4: sgemm_pipelined reads nothing past the last element of A or B", "[ch09][step4][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_reads_stop_at_end(variant("sgemm_pipelined"),
                           "a copy past the matrix must read 0 bytes from an address inside it (cp.async src-size 0, pointed at the tile), and no tile beyond the last k-tile may be fetched");
 }
 
 TEST_CASE("step 4: sgemm_pipelined refuses mismatched shapes and leading dimensions", "[ch09][step4][correctness]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_refuses_bad_shapes(variant("sgemm_pipelined"));
 }
 
 TEST_CASE("step 4: sgemm_pipelined only enqueues one kernel on its stream", "[ch09][step4][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   CML_REQUIRE_TRACING();
   check_enqueues_only(variant("sgemm_pipelined"));
 }
@@ -591,7 +587,6 @@ TEST_CASE("step 4: sgemm_pipelined_kernel copies 16 bytes with cp.async, zero-fi
 }
 
 TEST_CASE("step 4: sgemm_pipelined_kernel has no shared-memory race (racecheck)", "[ch09][step4][mechanism]") {
-  CML_REQUIRE_ASYNC_COPIES();
   const Variant& v = variant("sgemm_pipelined");
   CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
                       race_found(v, "a thread computes on a stage other threads' copies filled, or a copy refills a "
@@ -600,7 +595,6 @@ TEST_CASE("step 4: sgemm_pipelined_kernel has no shared-memory race (racecheck)"
 }
 
 TEST_CASE("step 4: sgemm_pipelined reaches kPipelinedOfCublas of cuBLAS", "[ch09][step4][perf]") {
-  CML_REQUIRE_ASYNC_COPIES();
   check_speed(variant("sgemm_pipelined"), kPipelinedOfCublas,
               "waiting for every group before computing leaves no copy in flight during the math: keep the next "
               "stages' copies in flight and wait for the oldest only");
@@ -609,23 +603,19 @@ TEST_CASE("step 4: sgemm_pipelined reaches kPipelinedOfCublas of cuBLAS", "[ch09
 // ---- Step 5 ---------------------------------------------------------------------------------
 
 TEST_CASE("step 5: sgemm_tma multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step5][correctness]") {
-  CML_REQUIRE_HOPPER_COPIES();
   check_shapes(variant("sgemm_tma"), ch09::gemm_shapes());
 }
 
 TEST_CASE("step 5: sgemm_tma reads nothing past the last element of A or B", "[ch09][step5][correctness]") {
-  CML_REQUIRE_HOPPER_COPIES();
   check_reads_stop_at_end(variant("sgemm_tma"),
                           "the tensor maps' dimensions are the matrix's rows and columns (not ld, not rounded up to the box): the copy engine zero-fills what lies outside them");
 }
 
 TEST_CASE("step 5: sgemm_tma refuses mismatched shapes and leading dimensions", "[ch09][step5][correctness]") {
-  CML_REQUIRE_HOPPER_COPIES();
   check_refuses_bad_shapes(variant("sgemm_tma"));
 }
 
 TEST_CASE("step 5: sgemm_tma only enqueues one kernel on its stream", "[ch09][step5][mechanism]") {
-  CML_REQUIRE_HOPPER_COPIES();
   CML_REQUIRE_TRACING();
   check_enqueues_only(variant("sgemm_tma"));
 }
@@ -650,7 +640,6 @@ TEST_CASE("step 5: sgemm_tma_kernel loads its tiles by TMA and waits on mbarrier
 // every tile is awaited before its math with no copy in flight behind it. That mistake runs
 // at 0.86 of cuBLAS on the H200, above correct two-stage tiles (docs/09): no speed bar sees it.
 TEST_CASE("step 5: sgemm_tma_kernel keeps two stages of boxes or more in shared memory", "[ch09][step5][mechanism]") {
-  CML_REQUIRE_HOPPER_COPIES();
   CML_REQUIRE_TRACING();
   const Variant& v = variant("sgemm_tma");
   const ch09::Problem p(ch09::gemm_shape(512, 512, 512));
@@ -686,7 +675,6 @@ TEST_CASE("step 5: sgemm_tma_kernel keeps two stages of boxes or more in shared 
 }
 
 TEST_CASE("step 5: sgemm_tma_kernel has no shared-memory race (racecheck)", "[ch09][step5][mechanism]") {
-  CML_REQUIRE_HOPPER_COPIES();
   const Variant& v = variant("sgemm_tma");
   CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
                       race_found(v, "TMA refilled a stage that threads still read: the producer must wait on the "
@@ -694,7 +682,6 @@ TEST_CASE("step 5: sgemm_tma_kernel has no shared-memory race (racecheck)", "[ch
 }
 
 TEST_CASE("step 5: sgemm_tma reaches kTmaOfCublas of cuBLAS", "[ch09][step5][perf]") {
-  CML_REQUIRE_HOPPER_COPIES();
   check_speed(variant("sgemm_tma"), kTmaOfCublas,
               "keep several stages of TMA loads in flight: refill a stage as soon as its empty barrier completes");
 }
@@ -723,7 +710,7 @@ TEST_CASE("measure both sides of the speed bars", "[ch09][.measure]") {
   ch09::Cublas cublas;
   for (int run = 0; run < 5; ++run)
     for (const auto& v : ch09::variants()) {
-      if (d.cc() < v.min_cc) continue;
+      if (!cml::needs::missing_for("09", v.step, d).empty()) continue;
       const Shape shape = v.is_gram() ? ch09::gram_shape(side, side) : ch09::gemm_shape(side, side, side);
       const ch09::Problem p(shape);
       const auto st = cml::test::time_together({[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); },

@@ -16,6 +16,7 @@
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
+#include "cml/needs.hpp"
 #include "cml/program.hpp"
 #include "cml/run.hpp"
 #include "cml/stream.hpp"
@@ -255,13 +256,10 @@ int run(int argc, char** argv) {
   // hardware copy of 8.0. Only --mode=trivially-copyable, which shows which one the GPU
   // gets, runs on 7.x.
   const bool api_only = s.mode == "trivially-copyable" && c.run.facts.cc() >= 70;
-  if (c.run.facts.cc() < 80 && !api_only)
-    throw cml::Skip("asynchronous copies to shared memory (cp.async, LDGSTS in SASS) need compute capability 8.0; " +
-                    c.run.facts.name + " is " + std::to_string(c.run.facts.cc_major) + "." +
-                    std::to_string(c.run.facts.cc_minor) +
-                    (c.run.facts.cc() >= 70 ? " (--mode=trivially-copyable runs on it: the API without the hardware "
-                                              "copy)"
-                                            : ""));
+  if (const std::string why = cml::needs::missing_for("07", 0, c.run.facts); !why.empty() && !api_only)
+    throw cml::Skip(why + (c.run.facts.cc() >= 70 ? " (--mode=trivially-copyable runs on it: the API without the "
+                                                    "hardware copy)"
+                                                  : ""));
   return cml::finish(cml::run_modes(modes(), s.mode, c));
 }
 

@@ -16,6 +16,7 @@
 
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
+#include "cml/needs.hpp"
 #include "cml/program.hpp"
 #include "cml/run.hpp"
 
@@ -76,9 +77,7 @@ int run(int argc, char** argv) {
   if (s.mode == "tma" && s.size < s.cols * 16 * sizeof(ch08::Word))
     throw cml::UsageError("--size must hold at least 16 rows of --cols words for --mode=tma");
   Context c{s, cml::open_run(cli, cml::Footprint{2 * s.size, "--size (the array and a copy of it)"})};
-  if (c.run.facts.cc() < 80)
-    throw cml::Skip("cp.async (LDGSTS in SASS) needs compute capability 8.0; " + c.run.facts.name + " is " +
-                    std::to_string(c.run.facts.cc_major) + "." + std::to_string(c.run.facts.cc_minor));
+  cml::needs::require("08", 0, c.run.facts);  // the whole chapter: cp.async (needs.txt)
   if (s.variant == "bulk" || s.variant == "tma") c.require_sm90("--variant=" + s.variant);
   return cml::finish(cml::run_modes(modes(), s.mode, c));
 }

@@ -60,18 +60,6 @@ __device__ __forceinline__ void gram_naive_body(const float* __restrict__ a, int
   }
 }
 
-// Step 5 needs compute capability 9.0: below it, sgemm_tma throws cml::Skip (sgemm.cuh).
-// Provided: keep it.
-void require_tma(const char* function) {
-  int device = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major < 9)
-    throw cml::Skip(std::string(function) + ": the tensor memory accelerator needs compute capability 9.0; this GPU is " +
-                    std::to_string(major) + "." + std::to_string(minor));
-}
-
 }  // namespace
 
 // Every launcher checks the shapes first (check_gemm_shapes, check_gram_shapes: nothing may

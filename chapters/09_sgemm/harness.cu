@@ -622,14 +622,13 @@ std::string Variant::label() const {
 
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = {
-      {"sgemm_naive", "sgemm_naive_kernel", 0, "a thread per element, global memory only", sgemm_naive, nullptr, 0},
-      {"sgemm_tiled", "sgemm_tiled_kernel", 1, "shared-memory tiles", sgemm_tiled, nullptr, 0},
-      {"gram_tiled", "gram_tiled_kernel", 2, "C = A A^T, the transposed tile conflict-free", nullptr, gram_tiled, 0},
+      {"sgemm_naive", "sgemm_naive_kernel", 0, "a thread per element, global memory only", sgemm_naive, nullptr},
+      {"sgemm_tiled", "sgemm_tiled_kernel", 1, "shared-memory tiles", sgemm_tiled, nullptr},
+      {"gram_tiled", "gram_tiled_kernel", 2, "C = A A^T, the transposed tile conflict-free", nullptr, gram_tiled},
       {"sgemm_registers", "sgemm_registers_kernel", 3, "register blocking, 16-byte shared loads", sgemm_registers,
-       nullptr, 0},
-      {"sgemm_pipelined", "sgemm_pipelined_kernel", 4, "a multi-stage cp.async pipeline", sgemm_pipelined, nullptr,
-       80},
-      {"sgemm_tma", "sgemm_tma_kernel", 5, "TMA tiles on mbarriers", sgemm_tma, nullptr, 90},
+       nullptr},
+      {"sgemm_pipelined", "sgemm_pipelined_kernel", 4, "a multi-stage cp.async pipeline", sgemm_pipelined, nullptr},
+      {"sgemm_tma", "sgemm_tma_kernel", 5, "TMA tiles on mbarriers", sgemm_tma, nullptr},
   };
   return v;
 }

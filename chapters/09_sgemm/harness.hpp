@@ -288,11 +288,10 @@ using GramFn = void (*)(ConstView, View, cudaStream_t);
 struct Variant {
   const char* name;     // the function, as sgemm.cuh names it
   const char* kernel;   // its kernel, as the tests find it in SASS and ncu
-  int step;             // 0: provided
+  int step;             // 0: provided (what it needs of the GPU: needs.txt, by step)
   const char* what;     // a few words for tables
   GemmFn gemm;          // C = A B (nullptr for the Gram step)
   GramFn gram;          // C = A Aᵀ (nullptr for the others)
-  int min_cc;           // the compute capability it needs (0: any the course runs on)
   bool is_gram() const { return gram != nullptr; }
   // "sgemm_tiled (step 1)" or "sgemm_naive (provided)".
   std::string label() const;

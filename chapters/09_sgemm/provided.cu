@@ -1,6 +1,7 @@
 // Chapter 09 — what the chapter provides: the code you read and keep, in three parts.
 //
-//   Part 1, the shape checks every function makes before it enqueues anything.
+//   Part 1, the shape checks every function makes before it enqueues anything, and step
+//     5's check of the GPU.
 //   Part 2, the two ends of the scale: sgemm_naive, the starting point every step is
 //     measured from, and cuBLAS, the ceiling every step is a fraction of (FP32 only:
 //     CUBLAS_PEDANTIC_MATH, no TF32), called on the chapter's row-major views.
@@ -10,7 +11,9 @@
 #include "harness.hpp"
 #include "sgemm.cuh"
 
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
+#include "cml/needs.hpp"
 #include "cml/scrub.hpp"
 
 #include <cublas_v2.h>
@@ -74,6 +77,13 @@ void check_product_shapes(const char* function, ConstView a, ConstView b, View c
 
 void check_gemm_shapes(const char* function, ConstView a, ConstView b, View c) {
   check_product_shapes(function, a, b, c, false);
+}
+
+void require_tma(const char* function) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const std::string why = cml::needs::missing_for("09", 5, cml::read_capabilities(device));
+  if (!why.empty()) throw cml::Skip(std::string(function) + ": " + why);
 }
 
 void check_gram_shapes(const char* function, ConstView a, View c) {

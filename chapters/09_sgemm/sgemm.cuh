@@ -99,4 +99,9 @@ class Cublas {
 void check_gemm_shapes(const char* function, ConstView a, ConstView b, View c);
 void check_gram_shapes(const char* function, ConstView a, View c);
 
+// What step 5 needs of the GPU (needs.txt at the repository's root: the tensor memory
+// accelerator, compute capability 9.0): throws cml::Skip, saying what is missing, on the
+// current device when it lacks it.
+void require_tma(const char* function);
+
 }  // namespace ch09

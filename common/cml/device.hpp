@@ -38,6 +38,8 @@ struct DeviceFacts {
   bool managed_memory = false;
   bool concurrent_managed_access = false;
   bool pageable_memory_access = false;  // the GPU may read plain malloc memory (HMM/ATS)
+  int shared_per_block_optin = 0;     // bytes of shared memory a block may ask for
+  int threads_per_sm = 0;             // resident threads an SM holds
   int memory_bus_bits = 0;
   int memory_clock_khz = 0;
   int driver_version = 0, runtime_version = 0;
@@ -66,8 +68,23 @@ std::string cuda_failure_text(cudaError_t error, bool driver_library_loads, int 
 std::string cuda_version_text(int version);
 
 // Selects the device and reads its facts. Throws Skip when there is no usable GPU and
-// UsageError when `index` is not a device of this machine.
+// UsageError when `index` is not a device of this machine. With CML_SM_LIMIT=N in the
+// environment, the calling thread then works on N of the GPU's SMs or a few more
+// (limit_sms), and sm_count says how many: a way to see what a smaller GPU of the same
+// architecture would measure, for the speed bars (docs/adding-a-chapter.md). It changes no
+// setting of the device, and binds only the thread that selected it.
 DeviceFacts select_device(int index);
+
+// Makes a green context of at least `sms` of device `index`'s SMs (the driver rounds up to
+// its partition size) current for the calling thread; returns how many SMs it has. Throws
+// UsageError when it cannot.
+int limit_sms(int index, int sms);
+
+// What device `index` can do (name, compute capability, SMs, copy engines, host-memory and
+// shared-memory features), read without creating a context on it: for a process that only
+// decides what to run, such as the tests' supervisor. Memory, versions and the link are left
+// unread. Throws as select_device does.
+DeviceFacts read_capabilities(int index);
 
 // Device memory a program leaves free beyond its own buffers (the runtime's, the tools').
 constexpr std::uint64_t kDeviceHeadroom = 256ull << 20;

@@ -18,22 +18,36 @@ struct Resources {
 struct Function {
   std::string mangled;    // as cuobjdump prints it
   std::string name;       // demangled where possible
+  int arch = 0;           // the architecture of the code it is part of: 90 for sm_90 (0: not said)
   std::vector<std::string> opcodes;       // one per instruction, with modifiers: "LDG.E.128.CONSTANT"
   std::vector<std::string> instructions;  // the same, whole: "LDC.64 R12, c[0x3][R24+0x8]"
   Resources resources;                    // filled by dump(), not by parse()
 };
 
-// Every function in cuobjdump -sass output. Pure text processing, tested on the CPU.
+// Every function in cuobjdump -sass output, of every architecture the binary holds code
+// for (a build for several GPUs has one copy of each kernel per architecture, each after a
+// line `arch = sm_NN`). Pure text processing, tested on the CPU.
 std::vector<Function> parse(const std::string& cuobjdump_sass);
 
-// Sets each function's resources from cuobjdump -res-usage output (first entry of a name).
+// Sets each function's resources from cuobjdump -res-usage output (the entry of its name
+// and architecture).
 void add_resources(std::vector<Function>& functions, const std::string& cuobjdump_res_usage);
 
-// The first function whose demangled or mangled name contains `fragment`.
-std::optional<Function> find(const std::vector<Function>& functions, const std::string& fragment);
+// The first function whose demangled or mangled name contains `fragment`, of architecture
+// `arch` (0: of any).
+std::optional<Function> find(const std::vector<Function>& functions, const std::string& fragment, int arch = 0);
+
+// The architectures the functions are of, ascending.
+std::vector<int> architectures(const std::vector<Function>& functions);
+
+// The architecture whose code a GPU of compute capability `cc` (90 for 9.0) runs from these:
+// `cc` itself, else the newest of the same major version below it; 0 when there is none
+// (the GPU would compile the PTX instead, and no SASS here is what it runs).
+int architecture_run_by(const std::vector<Function>& functions, int cc);
 
 // How many instructions start with `prefix`, a whole opcode or a dotted part of one:
-// "LDG.E.128" counts LDG.E.128.CONSTANT too, "LDG" counts LDG.E but not LDGSTS.
+// "LDG.E.128" counts LDG.E.128.CONSTANT too, "LDG" counts LDG.E but not LDGSTS. Turing's
+// .U part is left out first ("LDS.128" counts sm_75's LDS.U.128).
 std::size_t count(const Function& f, const std::string& prefix);
 
 // How many whole instructions contain `text` (an operand: "c[0x3][R" is a constant-bank
@@ -60,7 +74,13 @@ std::vector<Function> dump(const std::string& binary);
 // The path of the running executable (/proc/self/exe resolved).
 std::string self_executable();
 
-// The running program's own functions, dump(self_executable()), read once per process: for
+// Of a build for several architectures, the functions of the one the current device runs
+// (architecture_run_by its compute capability; none when it runs none of them): what a
+// check of "the kernel that ran" must look at. The functions as they are for one architecture.
+std::vector<Function> run_by_current_device(const std::vector<Function>& functions);
+
+// The running program's own functions, as the current device runs them
+// (run_by_current_device(dump(self_executable()))), read once per process: for
 // a program that prints what the compiler made of its kernels beside what they did. nullptr,
 // with the reason in `why`, when cuobjdump cannot be found or run (the program goes on
 // without that column; a check of the code belongs to the tests).

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <sstream>
@@ -115,33 +116,54 @@ std::optional<std::string> cuda_unavailable_reason() {
   return std::nullopt;
 }
 
-DeviceFacts select_device(int index) {
+namespace {
+void check_index(int index) {
   if (auto why = cuda_unavailable_reason()) throw Skip(*why);
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
   if (index < 0 || index >= count)
     throw UsageError("--device=" + std::to_string(index) + ": this machine has " +
                      std::to_string(count) + " CUDA device(s), numbered from 0");
-  CUDA_CHECK(cudaSetDevice(index));
-  CUDA_CHECK(cudaFree(nullptr));  // create the context now, not inside the first timing
+}
 
+// The properties and attributes alone: none of these calls creates a context.
+DeviceFacts capabilities(int index) {
   DeviceFacts f;
   f.index = index;
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
   f.name = prop.name;
-  f.cc_major = prop.major;
-  f.cc_minor = prop.minor;
-  f.sm_count = prop.multiProcessorCount;
-  f.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+  f.cc_major = attribute(cudaDevAttrComputeCapabilityMajor, index);
+  f.cc_minor = attribute(cudaDevAttrComputeCapabilityMinor, index);
+  f.sm_count = attribute(cudaDevAttrMultiProcessorCount, index);
+  f.l2_bytes = static_cast<std::size_t>(attribute(cudaDevAttrL2CacheSize, index));
   f.async_engine_count = attribute(cudaDevAttrAsyncEngineCount, index);
   f.can_map_host_memory = attribute(cudaDevAttrCanMapHostMemory, index) != 0;
   f.unified_addressing = attribute(cudaDevAttrUnifiedAddressing, index) != 0;
   f.managed_memory = attribute(cudaDevAttrManagedMemory, index) != 0;
   f.concurrent_managed_access = attribute(cudaDevAttrConcurrentManagedAccess, index) != 0;
   f.pageable_memory_access = attribute(cudaDevAttrPageableMemoryAccess, index) != 0;
+  f.shared_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, index);
+  f.threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor, index);
   f.memory_bus_bits = attribute(cudaDevAttrGlobalMemoryBusWidth, index);
   f.memory_clock_khz = attribute(cudaDevAttrMemoryClockRate, index);
+  return f;
+}
+}  // namespace
+
+DeviceFacts read_capabilities(int index) {
+  check_index(index);
+  return capabilities(index);
+}
+
+DeviceFacts select_device(int index) {
+  check_index(index);
+  CUDA_CHECK(cudaSetDevice(index));
+  CUDA_CHECK(cudaFree(nullptr));  // create the context now, not inside the first timing
+
+  DeviceFacts f = capabilities(index);
+  if (const char* limit = std::getenv("CML_SM_LIMIT"); limit != nullptr && *limit != '\0')
+    f.sm_count = limit_sms(index, std::atoi(limit));
   CUDA_CHECK(cudaMemGetInfo(&f.free_bytes, &f.total_bytes));
   CUDA_CHECK(cudaDriverGetVersion(&f.driver_version));
   CUDA_CHECK(cudaRuntimeGetVersion(&f.runtime_version));

@@ -4,6 +4,8 @@
 #include "cml/errors.hpp"
 #include "cml/tools.hpp"
 
+#include <algorithm>
+#include <cuda_runtime_api.h>
 #include <cxxabi.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -38,6 +40,7 @@ bool is_opcode_pattern(const std::string& p) {
 
 std::vector<Function> parse(const std::string& text) {
   static const std::regex function_line(R"(^\s*Function\s*:\s*(\S+))");
+  static const std::regex arch_line(R"(^\s*arch\s*=\s*sm_(\d+))");
   // "/*0080*/   @!P0 BRA 0xc0 ;" -> BRA; "/*0010*/   LDC.64 R6, c[0x0][0x218] ;" -> LDC.64 and
   // its operands
   static const std::regex instruction(
@@ -46,9 +49,12 @@ std::vector<Function> parse(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   std::smatch m;
+  int arch = 0;
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, function_line)) {
-      out.push_back(Function{m[1], demangle(m[1]), {}, {}, {}});
+    if (std::regex_search(line, m, arch_line)) {
+      arch = std::stoi(m[1]);
+    } else if (std::regex_search(line, m, function_line)) {
+      out.push_back(Function{m[1], demangle(m[1]), arch, {}, {}, {}});
     } else if (!out.empty() && std::regex_search(line, m, instruction)) {
       std::string operands = m[2];
       while (!operands.empty() && operands.back() == ' ') operands.pop_back();
@@ -62,31 +68,66 @@ std::vector<Function> parse(const std::string& text) {
 void add_resources(std::vector<Function>& functions, const std::string& res_usage) {
   static const std::regex function_line(R"(Function (\S+):)");
   static const std::regex usage(R"(REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+))");
-  std::map<std::string, Resources> seen;
+  static const std::regex arch_line(R"(^\s*arch\s*=\s*sm_(\d+))");
+  std::map<std::pair<int, std::string>, Resources> seen;
   std::istringstream in(res_usage);
   std::string line, current;
   std::smatch m;
+  int arch = 0;
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, function_line)) {
+    if (std::regex_search(line, m, arch_line)) {
+      arch = std::stoi(m[1]);
+      current.clear();
+    } else if (std::regex_search(line, m, function_line)) {
       current = m[1];
-    } else if (!current.empty() && std::regex_search(line, m, usage) && seen.count(current) == 0) {
-      seen[current] = {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4])};
+    } else if (!current.empty() && std::regex_search(line, m, usage) && seen.count({arch, current}) == 0) {
+      seen[{arch, current}] = {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4])};
     }
   }
   for (auto& f : functions)
-    if (const auto it = seen.find(f.mangled); it != seen.end()) f.resources = it->second;
+    if (const auto it = seen.find({f.arch, f.mangled}); it != seen.end()) f.resources = it->second;
 }
 
-std::optional<Function> find(const std::vector<Function>& functions, const std::string& fragment) {
+std::optional<Function> find(const std::vector<Function>& functions, const std::string& fragment, int arch) {
   for (const auto& f : functions)
-    if (f.name.find(fragment) != std::string::npos || f.mangled.find(fragment) != std::string::npos) return f;
+    if ((arch == 0 || f.arch == arch) &&
+        (f.name.find(fragment) != std::string::npos || f.mangled.find(fragment) != std::string::npos))
+      return f;
   return std::nullopt;
 }
 
+std::vector<int> architectures(const std::vector<Function>& functions) {
+  std::vector<int> out;
+  for (const auto& f : functions)
+    if (std::find(out.begin(), out.end(), f.arch) == out.end()) out.push_back(f.arch);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int architecture_run_by(const std::vector<Function>& functions, int cc) {
+  int best = 0;
+  for (int a : architectures(functions))
+    if (a == cc || (a / 10 == cc / 10 && a < cc && a > best)) best = a;
+  return best == cc ? cc : best;
+}
+
+namespace {
+// The opcode without Turing's .U part: sm_75 writes a 16-byte shared load LDS.U.128, where
+// sm_80 and later write LDS.128 for the same instruction.
+std::string without_u(const std::string& op) {
+  std::string out = op;
+  for (std::size_t at; (at = out.find(".U.")) != std::string::npos;) out.erase(at, 2);
+  if (out.size() > 2 && out.compare(out.size() - 2, 2, ".U") == 0) out.erase(out.size() - 2);
+  return out;
+}
+}  // namespace
+
 std::size_t count(const Function& f, const std::string& prefix) {
   std::size_t n = 0;
-  for (const auto& op : f.opcodes)
+  for (const auto& raw : f.opcodes) {
+    const std::string op = raw.find(".U") == std::string::npos ? raw : without_u(raw);
     if (op.compare(0, prefix.size(), prefix) == 0 && (op.size() == prefix.size() || op[prefix.size()] == '.')) ++n;
+  }
   return n;
 }
 
@@ -205,11 +246,24 @@ std::vector<Function> dump(const std::string& binary) {
   return functions;
 }
 
+std::vector<Function> run_by_current_device(const std::vector<Function>& functions) {
+  int device = 0, major = 0, minor = 0;
+  if (architectures(functions).size() < 2 || cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return functions;
+  const int arch = architecture_run_by(functions, major * 10 + minor);
+  std::vector<Function> out;
+  for (const auto& f : functions)
+    if (f.arch == arch) out.push_back(f);
+  return out;
+}
+
 const std::vector<Function>* own_code(std::string& why) {
   static std::string error;
   static const std::vector<Function> code = [] {
     try {
-      return dump(self_executable());
+      return run_by_current_device(dump(self_executable()));
     } catch (const Skip& e) {
       error = e.what();
       return std::vector<Function>{};

@@ -5,6 +5,7 @@
 //   ./lab diff 09                    your file against this one (spoils the chapter)
 #include "sgemm.cuh"
 
+#include "cml/arch.cuh"
 #include "cml/errors.hpp"
 
 #include <cuda.h>          // CUtensorMap
@@ -20,14 +21,10 @@
 // copied or included in place of the learner's exercise.cu).
 extern "C" const int cml_ch09_solution_tu = 1;
 
-// Step 5's instructions (mbarrier transaction counts, tensor copies) exist from sm_90 on.
-// The build may also target older GPUs, where step 5's kernel compiles to a trap: its
-// launcher refuses those GPUs before launching it.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define CH09_SM90 1
-#else
-#define CH09_SM90 0
-#endif
+// Step 4's instructions (cp.async) exist from sm_80 on, step 5's (mbarrier transaction
+// counts, tensor copies) from sm_90 on (cml/arch.cuh). The build may also target older GPUs,
+// where those kernels compile to a trap: the course's needs.txt keeps those GPUs from them
+// (the tests skip the step, the program leaves the kernel out), and sgemm_tma refuses them.
 
 namespace ch09 {
 
@@ -140,7 +137,10 @@ static_assert(kBlockM * kBK / 4 == kThreads && kBK * kBlockN / 4 == kThreads, "o
 // FFMA, as in step 3. Its 8 rows are 8 apart (lane_row + 8 i), so the 8 rows a warp loads
 // at once are consecutive: a pad or a swizzle can then give them 8 different 16-byte bank
 // groups (with runs of 4 rows, as in step 3, no pad can).
+// (Steps 4 and 5 only: compiled where their instructions exist.)
+#if CML_ARCH_HAS_CP_ASYNC
 __device__ __forceinline__ int pipe_first_row(int warp, int lane) { return (warp / kWarpsN) * kWarpM + lane / 4; }
+#endif
 template <int WarpN = kWarpN, int WarpsN = kWarpsN>
 __device__ __forceinline__ int pipe_first_col(int warp, int lane) { return (warp % WarpsN) * WarpN + lane % 4 * 4; }
 
@@ -207,6 +207,7 @@ static_assert(kAPieces * kThreads == kBlockM * kAPerRow && kBPieces * kThreads =
               "the tiles split into whole 16-byte pieces per thread");
 }  // namespace pipe
 
+#if CML_ARCH_HAS_CP_ASYNC
 // cp.async.cg: 16 bytes from global memory straight into shared memory, cached in L2 only
 // (a block reads each piece once). src_bytes (0..16) are read and the rest of the 16 land
 // as zeros: a ragged edge is filled by the copy itself (SASS: LDGSTS.E.BYPASS.128.ZFILL).
@@ -238,6 +239,7 @@ __device__ __forceinline__ int piece_bytes(int col, int cols) {
   const int left = cols - col;
   return left <= 0 ? 0 : left >= 4 ? 16 : 4 * left;
 }
+#endif  // CML_ARCH_HAS_CP_ASYNC
 
 // ---- Step 5's tiles, barriers and copies -----------------------------------------------------
 namespace tma {
@@ -250,7 +252,10 @@ constexpr int kBlocksPerSm = 1;
 static_assert((kBlockM / kWarpM) * kWarpsN * 32 == kThreads && kWarpM * kWarpN == 32 * kMicro * kMicroN,
               "8 warps of 64 x 64, a thread 8 x 16");
 constexpr int kBK = 32;
+// 4 stages where a block may have 193 KiB of shared memory (sm_90, sm_100: 227 KiB), 2 where
+// it may not (sm_120: 99 KiB); sgemm_tma picks by the GPU's limit.
 constexpr int kStages = 4;
+constexpr int kFewStages = 2;
 // A's box is 32 floats wide: each of its rows is exactly 128 bytes, the span of the
 // 128-byte swizzle. The copy engine stores the 16-byte piece j of row r at piece
 // j ^ (r % 8), so the 8 consecutive rows a warp reads at one k (all in the same bank group
@@ -266,13 +271,13 @@ constexpr unsigned kStageBytes = kStageFloats * sizeof(float);  // what one stag
 // stages start on 1024 bytes (the dynamic buffer is aligned up at run time, hence the
 // slack), and each box is a multiple of 1024 bytes.
 constexpr int kAlign = 1024;
-constexpr int kSmemBytes = kStages * static_cast<int>(kStageBytes) + kAlign;  // 193 KiB
+constexpr int smem_bytes(int stages) { return stages * static_cast<int>(kStageBytes) + kAlign; }  // 4: 193 KiB
 static_assert(kAFloats * sizeof(float) % kAlign == 0 && kStageBytes % kAlign == 0, "boxes stay 1024-byte aligned");
 // A box dimension is at most 256 elements, and its rows a multiple of 16 bytes.
 static_assert(kBK <= 256 && kBlockM <= 256 && kBlockN <= 256 && kBlockN * sizeof(float) % 16 == 0, "TMA box rules");
 }  // namespace tma
 
-#if CH09_SM90
+#if CML_ARCH_HAS_TMA
 // The sm_90 instructions, compiled for sm_90 and later only (step 5's kernel uses them under
 // the same condition).
 
@@ -369,14 +374,16 @@ __device__ __forceinline__ void wait_phase(std::uint64_t* bar, unsigned parity, 
 // One 2D TMA load: the box whose first element is column x, row y of the map's matrix into
 // `dst`, completing its bytes on `bar`. Elements of the box outside the matrix are not
 // read and land as zeros, and the whole box's bytes are always counted (SASS: UTMALDG.2D).
+// Into .shared::cta, this block's shared memory (PTX ISA 8.6): the .shared::cluster form
+// compiles for sm_120 to a check and a fallback call through local memory.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, std::uint64_t* bar) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+      "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
           "r"(shared_address(dst)),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(shared_address(bar))
       : "memory");
 }
-#endif  // CH09_SM90
+#endif  // CML_ARCH_HAS_TMA
 
 // Past 48 KiB a block's dynamic shared memory must be asked for, once per kernel.
 template <typename Kernel>
@@ -425,16 +432,6 @@ CUtensorMap tensor_map(const float* data, int rows, int cols, int ld, int box_ro
                              std::to_string(cols) + " view (ld " + std::to_string(ld) + "): CUresult " +
                              std::to_string(static_cast<int>(r)));
   return map;
-}
-
-void require_tma(const char* function) {
-  int device = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major < 9)
-    throw cml::Skip(std::string(function) + ": the tensor memory accelerator needs compute capability 9.0; this GPU is " +
-                    std::to_string(major) + "." + std::to_string(minor));
 }
 
 }  // namespace
@@ -633,6 +630,7 @@ void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     sgemm_pipelined_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                            float* __restrict__ c, int ldc, int m, int n, int k) {
+#if CML_ARCH_HAS_CP_ASYNC
   using namespace pipe;
   extern __shared__ __align__(128) float4 dyn_smem[];
   float* const smem = reinterpret_cast<float*>(dyn_smem);
@@ -699,6 +697,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     fill = fill + 1 == kStages ? 0 : fill + 1;
   }
   store_pipe_tile(c, ldc, m, n, row0 + am, col0 + bn, acc);
+#else
+  (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)m, (void)n, (void)k;
+  __trap();  // never launched: step 4 needs compute capability 8.0 (needs.txt)
+#endif
 }
 
 void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
@@ -716,20 +718,21 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // Each stage has two barriers. "full": one arrival (thread 0's expect_tx of the stage's
 // bytes) plus the two boxes' bytes; every thread waits on it before computing. "empty":
 // every thread arrives after computing; thread 0 waits on it before refilling the stage,
-// so no box overwrites data still being read. Tile t uses stage t % kStages for the
-// (t / kStages)-th time: both barriers' phase parity is (t / kStages) & 1.
+// so no box overwrites data still being read. Tile t uses stage t % Stages for the
+// (t / Stages)-th time: both barriers' phase parity is (t / Stages) & 1.
 //
 // Thread 0 refills the stage of tile t - 1 at the start of iteration t, not that of tile t
 // at its end: by then the other warps have usually finished tile t - 1, so its wait on the
-// empty barrier rarely stalls, and kStages - 1 tiles stay in flight behind the one computed.
+// empty barrier rarely stalls, and Stages - 1 tiles stay in flight behind the one computed.
 // The maps are __grid_constant__ parameters: the copy engine reads them where they lie.
+template <int Stages>
 __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
     sgemm_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      float* __restrict__ c, int ldc, int m, int n, int k) {
-#if CH09_SM90
+#if CML_ARCH_HAS_TMA
   using namespace tma;
   extern __shared__ __align__(128) float4 dyn_smem[];
-  __shared__ std::uint64_t full[kStages], empty[kStages];
+  __shared__ std::uint64_t full[Stages], empty[Stages];
   const std::uint32_t raw = shared_address(dyn_smem);
   float* const stages =
       reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(dyn_smem) + (kAlign - raw % kAlign) % kAlign);
@@ -739,7 +742,7 @@ __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
   const int tiles_k = ceil_div(k, kBK);
 
   if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < Stages; ++s) {
       mbarrier_init(&full[s], 1);
       mbarrier_init(&empty[s], kConsumers);
     }
@@ -755,7 +758,7 @@ __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
     tma_load_2d(as + kAFloats, &map_b, col0, t * kBK, &full[s]);
   };
   if (tid == 0)
-    for (int s = 0; s < kStages && s < tiles_k; ++s) issue(s, s);
+    for (int s = 0; s < Stages && s < tiles_k; ++s) issue(s, s);
 
   // The copy engine applied the 128-byte swizzle to A's rows: piece j of row r lies at
   // piece j ^ (r % 8). This thread's rows are am + 8 i, all with r % 8 == am % 8.
@@ -765,17 +768,17 @@ __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
   int stage = 0;
   unsigned parity = 0;
   for (int t = 0; t < tiles_k; ++t) {
-    if (tid == 0 && t > 0 && t - 1 + kStages < tiles_k) {
-      const int prev = stage == 0 ? kStages - 1 : stage - 1;
+    if (tid == 0 && t > 0 && t - 1 + Stages < tiles_k) {
+      const int prev = stage == 0 ? Stages - 1 : stage - 1;
       const unsigned prev_parity = stage == 0 ? parity ^ 1u : parity;
       wait_phase(&empty[prev], prev_parity, false, prev);
-      issue(t - 1 + kStages, prev);
+      issue(t - 1 + Stages, prev);
     }
     wait_phase(&full[stage], parity, true, stage);
     const float* as = stages + stage * kStageFloats;
     multiply_stage<kBK, kBK, tma::kMicroN, tma::kBlockN>(as, as + kAFloats, am, bn, swizzle, acc);
     mbarrier_arrive(&empty[stage]);
-    if (++stage == kStages) {
+    if (++stage == Stages) {
       stage = 0;
       parity ^= 1u;
     }
@@ -793,6 +796,27 @@ __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
 #endif
 }
 
+namespace {
+
+// Past 48 KiB a block's dynamic shared memory must be asked for, once per instantiation.
+template <int Stages>
+void launch_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, View c, int k, cudaStream_t stream) {
+  static const bool asked = allow_shared(sgemm_tma_kernel<Stages>, tma::smem_bytes(Stages));
+  (void)asked;
+  sgemm_tma_kernel<Stages><<<tile_blocks(c.rows, c.cols, kBlockM, tma::kBlockN), kThreads, tma::smem_bytes(Stages),
+                             stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
+}
+
+// Whether a block of this GPU may have the shared memory of `stages` stages.
+bool tma_stages_fit(int stages) {
+  int device = 0, bytes = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return tma::smem_bytes(stages) + 2 * stages * static_cast<int>(sizeof(std::uint64_t)) <= bytes;  // + the barriers
+}
+
+}  // namespace
+
 void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   check_gemm_shapes("sgemm_tma", a, b, c);
   require_tma("sgemm_tma");
@@ -805,10 +829,10 @@ void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
     map_a = tensor_map(a.data, m, k, a.ld, kBlockM, tma::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
     map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, tma::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
-  static const bool asked = allow_shared(sgemm_tma_kernel, tma::kSmemBytes);
-  (void)asked;
-  sgemm_tma_kernel<<<tile_blocks(m, n, kBlockM, tma::kBlockN), kThreads, tma::kSmemBytes, stream>>>(map_a, map_b, c.data,
-                                                                                               c.ld, m, n, k);
+  if (tma_stages_fit(tma::kStages))
+    launch_tma<tma::kStages>(map_a, map_b, c, k, stream);
+  else
+    launch_tma<tma::kFewStages>(map_a, map_b, c, k, stream);
   CUDA_CHECK_LAUNCH();
 }
 

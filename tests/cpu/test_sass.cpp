@@ -91,3 +91,75 @@ TEST_CASE("one cuobjdump text gives each kernel's SASS, whole instructions and r
   CHECK(one->resources.registers == 14);
   CHECK(cml::sass::count(*one, "LDG") == 1);
 }
+
+namespace {
+// A build for two GPUs: each kernel once per architecture, each architecture with its own
+// resource lines (cuobjdump -res-usage -sass of a fat binary, abridged).
+const char* kTwoArchitectures = R"SASS(
+Fatbin elf code:
+================
+arch = sm_75
+
+Resource usage:
+ Function _Z4pipePf:
+  REG:4 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:356 TEXTURE:0 SURFACE:0 SAMPLER:0
+
+	code for sm_75
+		Function : _Z4pipePf
+        /*0000*/                   BPT.TRAP 0x1 ;
+        /*0010*/                   EXIT ;
+Fatbin elf code:
+================
+arch = sm_90
+
+Resource usage:
+ Function _Z4pipePf:
+  REG:40 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:536 TEXTURE:0 SURFACE:0 SAMPLER:0
+
+	code for sm_90
+		Function : _Z4pipePf
+        /*0000*/                   LDGSTS.E.BYPASS.128.ZFILL [R3], desc[UR4][R4.64], P0 ;
+        /*0010*/                   LDGDEPBAR ;
+        /*0020*/                   EXIT ;
+)SASS";
+}  // namespace
+
+TEST_CASE("a build for several architectures gives each kernel once per architecture, with its own resources",
+          "[cpu][sass]") {
+  auto fns = cml::sass::parse(kTwoArchitectures);
+  cml::sass::add_resources(fns, kTwoArchitectures);
+  REQUIRE(fns.size() == 2);
+  CHECK(cml::sass::architectures(fns) == std::vector<int>{75, 90});
+  const auto old = cml::sass::find(fns, "pipe", 75), hopper = cml::sass::find(fns, "pipe", 90);
+  REQUIRE(old);
+  REQUIRE(hopper);
+  CHECK(cml::sass::count(*old, "LDGSTS") == 0);
+  CHECK(cml::sass::count(*hopper, "LDGSTS") == 1);
+  CHECK(old->resources.registers == 4);
+  CHECK(hopper->resources.registers == 40);
+  CHECK_FALSE(cml::sass::find(fns, "pipe", 86));
+}
+
+TEST_CASE("a GPU runs the code of its own architecture, else the newest of its major version below it",
+          "[cpu][sass]") {
+  const auto fns = cml::sass::parse(kTwoArchitectures);
+  CHECK(cml::sass::architecture_run_by(fns, 90) == 90);
+  CHECK(cml::sass::architecture_run_by(fns, 75) == 75);
+  CHECK(cml::sass::architecture_run_by(fns, 86) == 0);   // no sm_8x code: the PTX would be compiled
+  CHECK(cml::sass::architecture_run_by(fns, 120) == 0);  // sm_90 code does not run on sm_120
+}
+
+TEST_CASE("Turing's spelling of a 16-byte shared load counts as LDS.128", "[cpu][sass]") {
+  const auto fns = cml::sass::parse(R"(
+		Function : _Z4wideP6float4
+        /*0000*/                   LDS.U.128 R4, [R2] ;
+        /*0010*/                   STS.128 [R3], R4 ;
+        /*0020*/                   IMAD.U32 R5, RZ, RZ, R6 ;
+        /*0030*/                   EXIT ;
+)");
+  REQUIRE(fns.size() == 1);
+  CHECK(cml::sass::count(fns[0], "LDS.128") == 1);
+  CHECK(cml::sass::count(fns[0], "LDS") == 1);
+  CHECK(cml::sass::count(fns[0], "IMAD.U32") == 1);  // a .U32 part is no .U
+  CHECK(cml::sass::count(fns[0], "LDS.64") == 0);
+}

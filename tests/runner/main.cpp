@@ -15,6 +15,10 @@
 //   CML_CASE_TIMEOUT=S     seconds a case may take when isolated before it is killed (60);
 //   CML_CHILD=1            set by the supervisor for its children (with CML_CHILD_CASE, the
 //                          name of the one case the child must run), never by hand.
+//
+// GPU tests run only what the GPU can: a chapter needing what it lacks exits 77 with the
+// reason, and the cases of a step needing it are skipped, each with the reason (needs.txt,
+// through cml/needs.hpp, read by the case's [chNN] and [stepK] tags) - never run to fail.
 #define CATCH_CONFIG_RUNNER
 #include "catch.hpp"
 
@@ -26,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <stdlib.h>  // setenv, unsetenv
 #include <string>
@@ -33,7 +38,11 @@
 
 #if defined(CML_GPU_TESTS)
 #include "cml/device.hpp"
+#include "cml/errors.hpp"
+#include "cml/needs.hpp"
 #endif
+#include "case_names.hpp"
+
 
 namespace cml::test {
 
@@ -100,10 +109,66 @@ std::vector<isolation::Case> selected_cases(Catch::Session& session) {
 #else
     const auto& info = tc;
 #endif
-    out.push_back({info.name, info.tagsAsString()});
+    out.push_back({info.name, info.tagsAsString(), ""});
   }
   return out;
 }
+
+#if defined(CML_GPU_TESTS)
+// "08" of a [ch08] tag, else "".
+std::string chapter_of(const std::string& tags) {
+  const std::size_t at = tags.find("[ch");
+  return at == std::string::npos || at + 5 >= tags.size() || tags[at + 5] != ']' ? "" : tags.substr(at + 3, 2);
+}
+
+// What needs.txt says this GPU cannot run, for the cases of this executable (all of one
+// chapter): the chapter's reason (its whole chapter skips), else each step's.
+struct Unmet {
+  std::string chapter;               // the chapter's own reason, "" when it can run
+  std::map<int, std::string> steps;  // step -> reason
+};
+
+Unmet unmet_needs(Catch::Session& session) {
+  const auto& config = session.config();
+  const std::string chosen = environment("CML_DEVICE");
+  const cml::DeviceFacts gpu = cml::read_capabilities(chosen.empty() ? 0 : std::atoi(chosen.c_str()));
+  Unmet u;
+  for (const auto& tc : Catch::getAllTestCasesSorted(config)) {
+#if defined(CML_CATCH2_V3)
+    const auto& info = tc.getTestCaseInfo();
+#else
+    const auto& info = tc;
+#endif
+    const std::string tags = info.tagsAsString(), ch = chapter_of(tags);
+    if (ch.empty()) continue;
+    if (u.chapter.empty()) u.chapter = cml::needs::missing_for(ch, 0, gpu);
+    if (const auto step = isolation::step_of(tags, info.name); step && u.steps.count(*step) == 0) {
+      const std::string why = cml::needs::missing_for(ch, *step, gpu);
+      if (!why.empty()) u.steps[*step] = why;
+    }
+  }
+  return u;
+}
+
+// One process for every case: the steps this GPU cannot run are taken out of the test spec
+// (each said once), so that what runs is only what can. False when nothing is left.
+bool leave_out_steps(Catch::Session& session, const Unmet& unmet) {
+  if (unmet.steps.empty()) return true;
+  std::string out;
+  for (const auto& [step, why] : unmet.steps) {
+    std::printf("SKIP: %s\n", why.c_str());
+    out += "~[step" + std::to_string(step) + "]";
+  }
+  auto data = session.configData();
+  if (data.testsOrTags.empty()) {
+    data.testsOrTags.push_back("~[.]" + out);  // exclusions alone must still leave hidden cases out
+  } else {
+    for (auto& spec : data.testsOrTags) spec += out;
+  }
+  session.useConfigData(data);
+  return !selected_cases(session).empty();
+}
+#endif
 
 // A child of the supervisor: runs its one case, and proves it was that one (a name the
 // test-spec syntax could not express exactly would otherwise run the wrong cases).
@@ -186,6 +251,19 @@ int main(int argc, char** argv) {
     session.run();
     return cml::kExitOk;
   }
+#if defined(CML_GPU_TESTS)
+  Unmet unmet;
+  try {
+    unmet = unmet_needs(session);
+  } catch (const cml::UsageError& e) {
+    std::fprintf(stderr, "CML_DEVICE: %s\n", e.what());
+    return cml::kExitUsage;
+  }
+  if (!unmet.chapter.empty()) {
+    std::printf("SKIP: %s\n", unmet.chapter.c_str());
+    return cml::kExitSkip;
+  }
+#endif
   const auto isolate = isolate_wanted();
   if (!isolate) {
     std::fprintf(stderr, "CML_ISOLATE must be on or off, not '%s'\n", environment("CML_ISOLATE").c_str());
@@ -198,9 +276,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "CML_CASE_TIMEOUT must be a number of seconds above 0, not '%s'\n", limit.c_str());
       return cml::kExitUsage;
     }
-    const auto cases = selected_cases(session);
+    auto cases = selected_cases(session);
+#if defined(CML_GPU_TESTS)
+    for (auto& c : cases)
+      if (const auto step = isolation::step_of(c.tags, c.name); step && unmet.steps.count(*step) > 0)
+        c.skip = unmet.steps.at(*step);
+#endif
     // No case selected: Catch2 itself says so, with its own exit status.
     if (!cases.empty()) return isolation::supervise(cases, args, *timeout_s);
   }
+#if defined(CML_GPU_TESTS)
+  if (!leave_out_steps(session, unmet)) {
+    std::printf("SKIP: every selected test case is of a step this GPU cannot run\n");
+    return cml::kExitSkip;
+  }
+#endif
   return exit_code(session.run());
 }

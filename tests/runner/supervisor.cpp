@@ -120,6 +120,7 @@ struct Supervisor {
 
   Verdict run_case(const Case& c, std::size_t index);
   Verdict not_run(const Case& c, int step, const std::string& hung);
+  Verdict not_for_this_gpu(const Case& c);
   void show(const std::string& text) const {
     if (text.empty()) return;
     std::fputs(text.c_str(), console);
@@ -214,6 +215,17 @@ Verdict Supervisor::not_run(const Case& c, int step, const std::string& hung) {
   std::fflush(console);
   return v;
 }
+// A case whose step needs what this GPU lacks (Case::skip): a skip with the reason, not run.
+Verdict Supervisor::not_for_this_gpu(const Case& c) {
+  Verdict v;
+  v.state = Verdict::State::skipped;
+  v.label = "skipped";
+  v.message = c.skip;
+  if (fwd.junit()) v.testcases.push_back(junit::not_run_testcase(suite, c.name, v.message));
+  std::fprintf(console, "isolation: %s: %s\nSKIP: %s\n", v.label, c.name.c_str(), v.message.c_str());
+  std::fflush(console);
+  return v;
+}
 }  // namespace
 
 Forwarded forwarded_options(const std::vector<std::string>& args) {
@@ -260,7 +272,9 @@ int supervise(const std::vector<Case>& cases, const std::vector<std::string>& ar
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto step = step_of(cases[i].tags, cases[i].name);
     const auto earlier = step ? hung.find(*step) : hung.end();
-    Verdict v = earlier != hung.end() ? s.not_run(cases[i], *step, earlier->second) : s.run_case(cases[i], i);
+    Verdict v = !cases[i].skip.empty()   ? s.not_for_this_gpu(cases[i])
+                : earlier != hung.end() ? s.not_run(cases[i], *step, earlier->second)
+                                        : s.run_case(cases[i], i);
     const bool timed = std::strcmp(v.label, "TIMED OUT") == 0;
     if (timed && step) hung.emplace(*step, cases[i].name);
     passed += v.state == Verdict::State::passed;

@@ -19,6 +19,7 @@ namespace cml::test::isolation {
 struct Case {
   std::string name;
   std::string tags;  // "[ch04][step2][perf]"
+  std::string skip;  // why it is not run on this GPU (needs.txt), "" when it is run
 };
 
 // What of the supervisor's own command line matters to its children: the reporter and its
@@ -34,7 +35,7 @@ struct Forwarded {
 Forwarded forwarded_options(const std::vector<std::string>& args);
 
 // Runs each case in its own process, at most `timeout_s` each (or not at all, after a hang
-// of its step); returns the course's exit code (1 any failure, 77 every case skipped, else
+// of its step, or where it has a `skip` reason: reported as skipped with it); returns the course's exit code (1 any failure, 77 every case skipped, else
 // 0: a case not run always follows a timed-out one, so its run is a failure). `args[0]` is how we were started.
 int supervise(const std::vector<Case>& cases, const std::vector<std::string>& args, double timeout_s);
 

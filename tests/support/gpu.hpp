@@ -1,11 +1,12 @@
 // What every chapter's GPU tests share: the device, selected once; the rule that a CUPTI
-// trace is evidence only when it worked; and a skip, naming the GPU, where it lacks a
-// compute capability a step needs.
+// trace is evidence only when it worked; and a skip, naming the GPU, where it lacks what a
+// test case needs beyond its step's needs (needs.txt).
 #pragma once
 
 #include "catch.hpp"
 
 #include "cml/device.hpp"
+#include "cml/needs.hpp"
 #include "cml/trace.hpp"
 
 #include <string>
@@ -16,28 +17,19 @@ namespace cml::test {
 // made sure that a device exists.
 const DeviceFacts& device();
 
-// "" when the device has compute capability `need` (80 for 8.0) or more; else why `what`
-// cannot run on it: "<what> need compute capability 9.0; NVIDIA A100 is 8.0".
-inline std::string missing_cc(int need, const std::string& what) {
-  const auto& d = device();
-  if (d.cc() >= need) return "";
-  return what + " need compute capability " + std::to_string(need / 10) + "." + std::to_string(need % 10) + "; " +
-         d.name + " is " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
-}
-
 }  // namespace cml::test
 
-// Skips the test case (it returns: a macro) when the device is older than `need`.
-#define CML_REQUIRE_CC(need, what)                                                         \
-  do {                                                                                     \
-    const std::string cml_missing_ = ::cml::test::missing_cc((need), (what));             \
-    if (!cml_missing_.empty()) CML_SKIP(cml_missing_);                                     \
+// What a step needs of the GPU is in needs.txt, and the test main skips the cases of a step
+// this GPU cannot run before they start (runner/main.cpp). A case that needs more than its
+// step (a bound that assumes two copy engines) says so here: it skips, with the reason
+// composed as needs.txt's are, when the device lacks `spec` (a need as needs.txt writes one:
+// "copy_engines=2"), `what` saying what it is for.
+#define CML_REQUIRE_NEED(spec, what)                                                        \
+  do {                                                                                      \
+    const std::string cml_missing_ =                                                        \
+        ::cml::needs::missing(::cml::needs::parse_need((spec), (what)), ::cml::test::device()); \
+    if (!cml_missing_.empty()) CML_SKIP(cml_missing_);                                      \
   } while (0)
-
-// The features of the chapters on asynchronous copies, by the compute capability that has them.
-#define CML_REQUIRE_ASYNC_COPIES() CML_REQUIRE_CC(80, "asynchronous copies to shared memory (cp.async, LDGSTS)")
-#define CML_REQUIRE_HOPPER_COPIES() \
-  CML_REQUIRE_CC(90, "bulk copies, mbarrier transaction counts and TMA (UBLKCP, UTMALDG)")
 
 // Skips when tracing is off (sanitizer runs), before the work is done.
 #define CML_REQUIRE_TRACING()                                                          \

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "catch.hpp"
+#include "gpu.hpp"
 
 #include "cml/errors.hpp"
 #include "cml/sass.hpp"
@@ -12,10 +13,15 @@
 
 namespace cml::test {
 
-// The kernel's SASS, or nullopt when no kernel has that name. Throws cml::Skip where
+// The kernel's SASS, as the GPU of the tests runs it (a build for several GPUs holds a copy
+// per architecture), or nullopt when no kernel has that name. Throws cml::Skip where
 // cuobjdump is missing. The executable is disassembled once.
 inline std::optional<cml::sass::Function> kernel_sass(const std::string& name) {
-  static const auto fns = cml::sass::dump(cml::sass::self_executable());
+  device();  // selected, so that the functions are those it runs
+  static const auto fns = cml::sass::run_by_current_device(cml::sass::dump(cml::sass::self_executable()));
+  if (fns.empty())
+    throw cml::Skip("this build holds no SASS that " + device().name + " runs (it would compile the PTX): "
+                    "rebuild for it, ./lab setup --gpu-arch=auto");
   return cml::sass::find(fns, name);
 }
 

@@ -193,7 +193,7 @@ MUTANTS = [
     # the math. Right results and every barrier in place, and 0.86 of cuBLAS on the H200,
     # above correct two-stage tiles: the kernel's shared memory against its boxes sees it.
     Mutant("one stage (each tile's boxes awaited before its math, none in flight during it)",
-           [("constexpr int kBK = 32;\nconstexpr int kStages = 4;\n", "constexpr int kBK = 32;\nconstexpr int kStages = 1;\n")],
+           [("constexpr int kStages = 4;\nconstexpr int kFewStages = 2;\n", "constexpr int kStages = 1;\nconstexpr int kFewStages = 1;\n")],
            "[step5][mechanism]", "Give the pipeline two or more stages"),
     # Step 5. The byte count in the wrong unit: kStageBytes is already bytes. The phase
     # waits for 4 x the bytes the two boxes deliver and never completes; the bounded wait
@@ -248,8 +248,7 @@ MUTANTS = [
              "  (void)stream;\n  sgemm_tiled_kernel<<<tile_blocks(m, n, kTile, kTile), dim3(kTile, kTileRows), 0, 0>>>(")],
            "[step1][mechanism]", "on the legacy default stream"),
     Mutant("sgemm_tma on the per-thread default stream",
-           [("kThreads, tma::kSmemBytes, stream>>>(map_a, map_b, c.data,",
-             "kThreads, tma::kSmemBytes, cudaStreamPerThread>>>(map_a, map_b, c.data,"),
-            ("  check_gemm_shapes(\"sgemm_tma\", a, b, c);\n", "  check_gemm_shapes(\"sgemm_tma\", a, b, c);\n  (void)stream;\n")],
+           [("                             stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);",
+             "                             cudaStreamPerThread>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);\n  (void)stream;")],
            "[step5][mechanism]", "ran on another stream than the one it was given"),
 ]

@@ -9,6 +9,7 @@
 #include "harness.hpp"
 
 #include "cml/errors.hpp"
+#include "cml/needs.hpp"
 #include "cml/run.hpp"
 #include "cml/stream.hpp"
 #include "cml/verify.hpp"
@@ -36,13 +37,12 @@ struct Context {
   cml::Run run;
   cml::Stream stream{cudaStreamNonBlocking};
 
-  bool sm90() const { return run.facts.cc() >= 90; }
-  // Why an sm_90 part cannot run here ("" when it can).
+  // Why an sm_90 part (steps 4 and 5's copies, needs.txt) cannot run here ("" when it can).
   std::string sm90_missing(const std::string& what) const {
-    if (sm90()) return "";
-    return what + " needs compute capability 9.0 (bulk copies, mbarrier transaction counts, TMA); " + run.facts.name +
-           " is " + std::to_string(run.facts.cc_major) + "." + std::to_string(run.facts.cc_minor);
+    const std::string why = cml::needs::missing_for("08", 4, run.facts);
+    return why.empty() ? "" : what + ": " + why;
   }
+  bool sm90() const { return sm90_missing("").empty(); }
   // Throws cml::Skip (exit 77) with the reason when the GPU lacks sm_90.
   void require_sm90(const std::string& what) const {
     if (!sm90()) throw cml::Skip(sm90_missing(what));

@@ -12,14 +12,6 @@
 
 namespace ch09 {
 
-std::string Context::missing(const Variant& v) const {
-  if (can_run(v)) return "";
-  const char* why = v.min_cc >= 90 ? "TMA and mbarrier transaction counts need" : "cp.async needs";
-  return std::string(why) + " compute capability " + std::to_string(v.min_cc / 10) + "." +
-         std::to_string(v.min_cc % 10) + "; " + run.facts.name + " is " + std::to_string(run.facts.cc_major) + "." +
-         std::to_string(run.facts.cc_minor);
-}
-
 const Timed& cublas_row(const std::vector<Timed>& rows) { return rows.back(); }
 
 std::string of_cublas(const Timed& row, const std::vector<Timed>& rows) {

@@ -8,6 +8,7 @@
 #include "harness.hpp"
 #include "sgemm.cuh"
 
+#include "cml/needs.hpp"
 #include "cml/run.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
@@ -43,9 +44,9 @@ struct Context {
   cml::Stream stream{cudaStreamNonBlocking};
   Cublas cublas{};  // one handle for the whole run: creating one costs milliseconds
 
-  bool can_run(const Variant& v) const { return run.facts.cc() >= v.min_cc; }
-  // Why `v` cannot run on this GPU ("" when it can).
-  std::string missing(const Variant& v) const;
+  // Why `v` cannot run on this GPU ("" when it can): what needs.txt says its step needs.
+  std::string missing(const Variant& v) const { return cml::needs::missing_for("09", v.step, run.facts); }
+  bool can_run(const Variant& v) const { return missing(v).empty(); }
 };
 
 // One row of a timed comparison: a function or cuBLAS, its check, its time.
