@@ -20,6 +20,7 @@ from .no_gpu import NoGpuResult, check_without_gpu
 from .processes import run_quiet
 from .state import remember, state_dir
 from .readme import step_goals
+from .sass_tools import ensure_sass_tools
 from .terminal import describe_rc, paint, say, unique
 from .toolchain import Toolchain, setup
 
@@ -297,4 +298,6 @@ def cmd_check(args, root: Path = ROOT) -> int:
     ch = chapter_of(args, root)
     require_exercise(ch)
     tc = setup(root, catch2_required=True)
+    # Without them every SASS check skips; the steps they could not check say so themselves.
+    ensure_sass_tools(tc, root, "for the SASS checks of your kernels", note_missing=False)
     return check_chapter(ch, tc, root, args.verbose)

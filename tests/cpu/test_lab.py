@@ -24,8 +24,8 @@ os.chdir(REPO)   # as a learner runs lab: from the checkout's root (./lab, not .
 
 
 sys.path.insert(0, str(REPO))
-from labkit import (build, chapters, check, cli, core, diagnostics, diff, hints, junit,  # noqa: E402
-                    no_gpu, readme, run, selftest, source, steps, terminal, toolchain, watch)
+from labkit import (build, chapters, check, cli, core, diagnostics, diff, doctor, hints, junit,  # noqa: E402
+                    no_gpu, readme, run, sass_tools, selftest, source, steps, terminal, toolchain, watch)
 
 SAMPLE_HINTS = """# Hints: chapter one
 
@@ -490,7 +490,7 @@ class TestSassTools(unittest.TestCase):
             old = sys.stderr
             sys.stderr = err
             try:
-                selftest.ensure_sass_tools(tc, Path(d))
+                sass_tools.ensure_sass_tools(tc, Path(d))
             finally:
                 sys.stderr = old
             self.assertEqual(err.getvalue(), "")
@@ -507,7 +507,7 @@ class TestSassTools(unittest.TestCase):
             try:
                 if Path("/usr/local/cuda/bin/cuobjdump").exists() and Path("/usr/local/cuda/bin/nvdisasm").exists():
                     self.skipTest("this machine's toolkit has cuobjdump and nvdisasm")
-                selftest.ensure_sass_tools(tc, Path(d))
+                sass_tools.ensure_sass_tools(tc, Path(d))
             finally:
                 sys.stderr = old
                 if old_env is None:
@@ -516,6 +516,59 @@ class TestSassTools(unittest.TestCase):
                     os.environ["CML_LAB_NO_INSTALL"] = old_env
             self.assertIn("SASS checks will skip", err.getvalue())
             self.assertFalse((Path(d) / ".venv").exists())
+
+    def test_sass_tools_are_found_where_the_sass_checks_look(self):
+        with tempfile.TemporaryDirectory() as d:
+            venv_bin = Path(d) / ".venv" / "lib" / "python3.9" / "site-packages" / "nvidia" / "cu13" / "bin"
+            chosen = Path(d) / "chosen"
+            for folder in (venv_bin, chosen):
+                folder.mkdir(parents=True)
+                for tool in ("cuobjdump", "nvdisasm"):
+                    (folder / tool).write_text("#!/bin/sh\n")
+            env = {"PATH": d}
+            if all((sass_tools.CUDA_DEFAULT_BIN / tool).is_file() for tool in ("cuobjdump", "nvdisasm")):
+                self.skipTest("this machine's toolkit has cuobjdump and nvdisasm: they come before .venv")
+            self.assertEqual(sass_tools.find_sass_tools(env, Path(d)), venv_bin)
+            env["CML_CUOBJDUMP"] = str(chosen / "cuobjdump")
+            self.assertEqual(sass_tools.find_sass_tools(env, Path(d)), chosen)
+            (venv_bin / "nvdisasm").unlink()          # cuobjdump alone cannot disassemble
+            self.assertIsNone(sass_tools.find_sass_tools({"PATH": d}, Path(d)))
+
+    def test_run_check_and_watch_install_what_the_sass_checks_need(self):
+        """The first command a new learner types installs cuobjdump, so the first check checks."""
+        class Installed(Exception):
+            pass
+
+        def ensure(tc, root, why="", note_missing=True):
+            raise Installed(why)
+        copy = LabCopy()
+        self.addCleanup(copy.cleanup)
+        args = type("Args", (), {"chapter": copy.first.num, "solution": False, "verbose": False,
+                                 "program_args": []})()
+        for module, command in ((run, run.cmd_run), (check, check.cmd_check), (watch, watch.cmd_watch)):
+            with self.subTest(command=command.__name__):
+                saved = module.setup, module.ensure_sass_tools
+                module.setup = lambda *a, **kw: toolchain.Toolchain(root=copy.root, env={})
+                module.ensure_sass_tools = ensure
+                try:
+                    with self.assertRaises(Installed):
+                        command(args, copy.root)
+                finally:
+                    module.setup, module.ensure_sass_tools = saved
+                    terminal._progress[0] = "stdout"      # cmd_run sends progress to stderr
+
+    def test_doctor_says_where_the_sass_tools_are_or_how_to_get_them(self):
+        with tempfile.TemporaryDirectory() as d:
+            tc = toolchain.Toolchain(root=Path(d), env={"PATH": d})
+            if sass_tools.find_sass_tools(tc.env, Path(d)) is None:
+                _, out, _ = capture(doctor._profilers, Path(d), tc)
+                self.assertRegex(out, r"cuobjdump, nvdisasm\s+MISSING")
+                self.assertIn("./lab run or ./lab check installs them", out)
+                self.assertIn(sass_tools.INSTALL_COMMAND, out)
+            for tool in ("cuobjdump", "nvdisasm"):
+                (Path(d) / tool).write_text("#!/bin/sh\n")
+            _, out, _ = capture(doctor._profilers, Path(d), tc)
+            self.assertRegex(out, r"cuobjdump, nvdisasm\s+ok\s+in ")
 
 
 class TestParsers(unittest.TestCase):
@@ -1110,8 +1163,9 @@ class TestWatch(unittest.TestCase):
     def test_watch_exits_0_on_ctrl_c(self):
         copy = LabCopy()
         self.addCleanup(copy.cleanup)
-        saved = watch.setup, watch.watch_loop
+        saved = watch.setup, watch.watch_loop, watch.ensure_sass_tools
         watch.setup = lambda *a, **kw: None
+        watch.ensure_sass_tools = lambda *a, **kw: None
 
         def interrupted(*a, **kw):
             raise KeyboardInterrupt
@@ -1120,7 +1174,7 @@ class TestWatch(unittest.TestCase):
             args = type("Args", (), {"chapter": copy.first.num})()
             rc, out, _ = capture(watch.cmd_watch, args, copy.root)
         finally:
-            watch.setup, watch.watch_loop = saved
+            watch.setup, watch.watch_loop, watch.ensure_sass_tools = saved
         self.assertEqual(rc, 0)
         self.assertIn("stopped watching", out)
 
