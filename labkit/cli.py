@@ -90,7 +90,7 @@ def build_parsers() -> dict:
     ps["hint"] = p
     p = _chapter_parser("./lab diff", "Your exercise.cu against the solution (unified diff). It "
                         "spoils the chapter: on a terminal it asks first.")
-    p.add_argument("--step", type=int, metavar="K", help="only the functions of step K (its TODO(K))")
+    p.add_argument("--step", type=int, metavar="K", help="only the functions of step K (those the step table of the chapter's README lists)")
     p.add_argument("--yes", action="store_true", help="do not ask")
     ps["diff"] = p
     ps["reset"] = _chapter_parser("./lab reset", "Restore the starter exercise.cu from git; your file "

@@ -808,6 +808,13 @@ class TestLearnerCommands(LabTestCase):
             toolchain.parse_gpu_arch("abc")
 
 
+def difflib_lines(a: str, b: str) -> list:
+    """The lines that differ between two texts (each with its + or -)."""
+    import difflib
+    return [l for l in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+            if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+
+
 class TestDiffSteps(LabTestCase):
     STARTER = """// header: TODO(1) to TODO(2), a mention, not a mark
 #include "api.cuh"
@@ -850,6 +857,7 @@ void copy(int* d, const int* h) { copy_bytes(d, h); }
         super().setUp()
         self.copy.first.exercise.write_text(self.STARTER)
         self.copy.first.solution.write_text(self.SOLUTION)
+        self.copy.first.readme.write_text(TestSteps.README)
 
     def test_steps_of_the_exercise(self):
         self.assertEqual(source.functions_by_step(self.STARTER), {1: ["allocate", "release"], 2: ["copy"]})
@@ -867,6 +875,58 @@ void copy(int* d, const int* h) { copy_bytes(d, h); }
         r = self.lab("diff", self.num, "--step", "7")
         self.assertEqual(r.returncode, 2)
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("has no step 7 (steps: 1, 2)", r.stderr)
+
+    def test_diff_step_follows_the_readme_table_not_the_todo_comments(self):
+        """Learners edit and delete TODO comments: a step's functions come from the README."""
+        before = {k: self.lab("diff", self.num, "--step", k).stdout for k in ("1", "2")}
+        edited = self.STARTER.replace("// TODO(1): allocate pinned memory\n", "")
+        edited = edited.replace("// TODO(2): copy it; TODO(1) is done above (a mention)", "// my own words")
+        self.copy.first.exercise.write_text(edited)
+        r = self.lab("diff", self.num, "--step", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("step 1: allocate, release", r.stdout)
+        self.assertIn("cudaMallocHost", r.stdout)
+        self.assertNotIn("copy_bytes", r.stdout)
+        r = self.lab("diff", self.num, "--step", "2")
+        self.assertIn("step 2: copy", r.stdout)
+        self.assertIn("+void copy(int* d, const int* h) { copy_bytes(d, h); }", r.stdout)
+        # Only the comments' own lines differ from the diff with the TODO comments there.
+        for k, text in (("1", self.lab("diff", self.num, "--step", "1").stdout),
+                        ("2", r.stdout)):
+            changed = [l for l in difflib_lines(before[k], text)
+                       if not any(w in l for w in ("TODO", "my own words", "@@"))]
+            self.assertEqual(changed, [], k)
+
+    def test_a_step_takes_what_only_its_functions_use(self):
+        text = """constexpr int kRun = 32;
+constexpr int kShared = 4;
+__device__ int helper(int x) { return x * kRun; }
+void allocate() { helper(kShared); }
+void release() {}
+void copy() { int y = kShared; }
+"""
+        items = source.top_level_items(text)
+        chosen = source.step_definitions(items, ["allocate", "release"], {"copy"})
+        self.assertEqual([i.name for i in chosen], ["kRun", "helper", "allocate", "release"])
+        self.assertEqual([i.name for i in source.step_definitions(items, ["copy"], {"allocate", "release"})],
+                         ["copy"])
+
+    def test_a_step_whose_functions_are_gone_shows_the_solutions(self):
+        self.copy.first.exercise.write_text("// all deleted\n")
+        r = self.lab("diff", self.num, "--step", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("none of its functions", r.stdout)
+        self.assertIn("+void release(void* p) { CUDA_CHECK(cudaFreeHost(p)); }", r.stdout)
+
+    def test_without_a_step_table_the_todo_marks_are_the_steps(self):
+        self.copy.first.readme.write_text("# a chapter being written\n")
+        r = self.lab("diff", self.num, "--step", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("step 2: copy", r.stdout)
+        r = self.lab("diff", self.num, "--step", "7")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("has no TODO(7)", r.stderr)
 
     def test_diff_warns_that_it_spoils(self):
         r = self.lab("diff", self.num)
@@ -1135,6 +1195,27 @@ class TestCheckWithoutGpu(LabTestCase):
         self.assertEqual(rc, 1)
         self.assertIn("0 LDG.E.128 instruction(s)", out)
         self.assertIn(f"hint: ./lab hint {self.num} --step 2", out)
+
+    def test_a_kernels_step_comes_from_the_readme_not_the_todo_comments(self):
+        self.register_sass_check(1, "copy_kernel: 0 LDG.E.128 instruction(s)")
+        for edit in ("// TODO(2): copy it; TODO(1) is done above (a mention)\n", "// TODO(1): allocate pinned memory\n"):
+            text = self.copy.first.exercise.read_text()
+            self.copy.first.exercise.write_text(text.replace(edit, ""))
+            rc, out, _ = self.check()
+            self.assertEqual(rc, 1)
+            self.assertIn("first failure found here: copy_kernel's SASS has LDG.E.128 (step 2)", out)
+            self.assertNotIn("SASS: copy_kernel", out)
+
+    def test_kernel_steps_by_name_by_launcher_then_by_the_solutions_launches(self):
+        ch = self.copy.first
+        ch.readme.write_text(TestSteps.README.replace("`copy`", "`copy`, `odd_name_kernel`"))
+        ch.solution.write_text("__global__ void fill_rows(int* d) {}\n"
+                               "void allocate(std::size_t n) { fill_rows<<<1, 1>>>(nullptr); }\n")
+        step_of = no_gpu.kernel_steps(ch)
+        self.assertEqual([step_of(k) for k in ("odd_name_kernel", "copy_kernel", "release_kernel<", "fill_rows",
+                                                "unknown_kernel")], [2, 2, 1, 1, None])
+        ch.readme.write_text("# no table yet\n")       # then, and only then, the TODO marks
+        self.assertEqual(no_gpu.kernel_steps(ch)("copy_kernel"), 2)
 
     def test_without_cuobjdump_the_sass_check_skips_with_its_reason(self):
         self.register_sass_check(77, "SKIP: cuobjdump not found")
