@@ -192,6 +192,49 @@ collect2: error: ld returned 1 exit status
 ninja: build stopped: subcommand failed.
 """
 
+# A real nvcc log (CUDA 13.0, g++ 12's headers), shortened: std::sort on a std::map in
+# chapter 09's exercise.cu fails inside stl_algo.h; only the instantiation chains name the
+# learner's line (after a note, or right after the error's own lines).
+NVCC_SORT_OUTPUT = """\
+[1/3] Compiling Cuda object chapters/libch09_exercise_learner.a.p/09_sgemm_exercise.cu.o
+FAILED: chapters/libch09_exercise_learner.a.p/09_sgemm_exercise.cu.o
+/usr/include/c++/12/bits/stl_algo.h(1938): error: no operator "-" matches these operands
+            operand types are: std::_Rb_tree_iterator<std::pair<const int, int>> - std::_Rb_tree_iterator<std::pair<const int, int>>
+      std::__lg(__last - __first) * 2,
+                       ^
+/usr/include/c++/12/bits/stl_iterator.h(1778): note #3327-D: candidate function template "std::operator-(const std::move_iterator<_IteratorL> &, const std::move_iterator<_IteratorR> &)->decltype((<expression>))" failed deduction
+      operator-(const move_iterator<_IteratorL>& __x,
+      ^
+          detected during:
+            instantiation of "void std::__sort(_RandomAccessIterator, _RandomAccessIterator, _Compare) [with _RandomAccessIterator=std::_Rb_tree_iterator<std::pair<const int, int>>, _Compare=__gnu_cxx::__ops::_Iter_less_iter]" at line 4820
+            instantiation of "void std::sort(_RAIter, _RAIter) [with _RAIter=std::_Rb_tree_iterator<std::pair<const int, int>>]" at line 5 of ../chapters/09_sgemm/exercise.cu
+
+/usr/include/c++/12/bits/stl_algo.h(1814): error: function "std::pair<_T1, _T2>::operator=(const std::pair<const int, int> &) [with _T1=const int, _T2=int]" (declared implicitly) cannot be referenced -- it is a deleted function
+         *__first = std::move(__val);
+                  ^
+          detected during:
+            instantiation of "void std::__insertion_sort(_RandomAccessIterator, _RandomAccessIterator, _Compare) [with _RandomAccessIterator=std::_Rb_tree_iterator<std::pair<const int, int>>, _Compare=__gnu_cxx::__ops::_Iter_less_iter]" at line 1854
+            instantiation of "void std::sort(_RAIter, _RAIter) [with _RAIter=std::_Rb_tree_iterator<std::pair<const int, int>>]" at line 5 of ../chapters/09_sgemm/exercise.cu
+
+2 errors detected in the compilation of "../chapters/09_sgemm/exercise.cu".
+ninja: build stopped: subcommand failed.
+"""
+
+# g++ 12 on the same mistake: the chain comes before the error and ends `required from here`.
+GCC_SORT_OUTPUT = """\
+In file included from /usr/include/c++/12/algorithm:61,
+                 from ../chapters/09_sgemm/exercise.cu:1:
+/usr/include/c++/12/bits/stl_algo.h: In instantiation of \u2018void std::__sort(_RandomAccessIterator, _RandomAccessIterator, _Compare) [with _RandomAccessIterator = _Rb_tree_iterator<pair<const int, int> >; _Compare = __gnu_cxx::__ops::_Iter_less_iter]\u2019:
+/usr/include/c++/12/bits/stl_algo.h:4820:18:   required from \u2018void std::sort(_RAIter, _RAIter) [with _RAIter = _Rb_tree_iterator<pair<const int, int> >]\u2019
+../chapters/09_sgemm/exercise.cu:5:12:   required from here
+/usr/include/c++/12/bits/stl_algo.h:1938:50: error: no match for \u2018operator-\u2019 (operand types are \u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019 and \u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019)
+ 1938 |                                 std::__lg(__last - __first) * 2,
+      |                                           ~~~~~~~^~~~~~~~~
+/usr/include/c++/12/bits/stl_iterator.h:621:5: note: candidate: \u2018template<class _IteratorL, class _IteratorR> constexpr decltype ((__y.base() - __x.base())) std::operator-(const reverse_iterator<_Iterator>&, const reverse_iterator<_IteratorR>&)\u2019
+  621 |     operator-(const reverse_iterator<_IteratorL>& __x,
+      |     ^~~~~~~~
+"""
+
 
 class LabCopy:
     """A throw-away copy of the parts of the checkout ./lab reads, with its own state dir."""
@@ -1092,6 +1135,38 @@ class TestLinkAndMacroErrors(unittest.TestCase):
         self.assertEqual(lines[1], '    CUDA_CHECK(cudaHostRegister(p, n, "x"));')
         self.assertEqual(lines[2].index("^"), lines[1].index('"x"'))
         self.assertFalse(any("check_cuda" in l for l in lines))
+
+    SORT_SOURCE = "#include <algorithm>\n#include <map>\nvoid f() {\n  std::map<int, int> order;\n" \
+                  "  std::sort(order.begin(), order.end());\n}\n"
+
+    def test_an_error_inside_a_system_header_is_shown_at_the_learners_call(self):
+        rel = "chapters/09_sgemm/exercise.cu"
+        (self.root / "chapters" / "09_sgemm").mkdir(parents=True)
+        (self.root / rel).write_text(self.SORT_SOURCE)
+        lines = diagnostics.extract_compile_errors(NVCC_SORT_OUTPUT, rel, root=self.root)
+        self.assertEqual(lines, [
+            f'{rel}:5: error: no operator "-" matches these operands',
+            "    (inside std::sort, which this line calls: /usr/include/c++/12/bits/stl_algo.h:1938; "
+            "1 more error there)",
+            "    operand types are: std::_Rb_tree_iterator<std::pair<const int, int>> - "
+            "std::_Rb_tree_iterator<std::pair<const int, int>>",
+            "    std::sort(order.begin(), order.end());",
+            "         ^"])
+        lines = diagnostics.extract_compile_errors(GCC_SORT_OUTPUT, rel, root=self.root)
+        self.assertEqual(lines[0], f"{rel}:5: error: no match for \u2018operator-\u2019 (operand types are "
+                                   "\u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019 and "
+                                   "\u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019)")
+        self.assertEqual(lines[1:], ["    (inside std::sort, which this line calls: /usr/include/c++/12/bits/stl_algo.h:1938)",
+                                     "    std::sort(order.begin(), order.end());", "         ^"])
+
+    def test_function_names_of_signatures(self):
+        for signature, name in (('void std::sort(_RAIter, _RAIter) [with _RAIter=int*]', "std::sort"),
+                                ("\u2018void std::vector<_Tp, _Alloc>::push_back(const value_type&) [with _Tp = int]\u2019",
+                                 "std::vector<_Tp, _Alloc>::push_back"),
+                                ("bool std::operator<(const pair<A, B>&, const pair<A, B>&)", "std::operator<"),
+                                ("ch09::run<T>(T)", "ch09::run<T>")):
+            with self.subTest(signature=signature):
+                self.assertEqual(diagnostics.function_of_signature(signature), name)
 
     def test_gcc_error_in_a_macros_definition_moves_to_the_learners_line(self):
         self.ch.exercise.write_text("void f(void* p) {\n\n  CUDA_CHECK(p);\n}\n")
