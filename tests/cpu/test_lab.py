@@ -1299,6 +1299,78 @@ class TestCheckWithoutGpu(LabTestCase):
         self.assertIn("cuobjdump not found", out)
 
 
+class TestVirtualEnvironment(unittest.TestCase):
+    """Ctrl-C while the first ./lab run creates .venv must not leave one without pip, and a
+    .venv left so by an older lab (or a failed ensurepip) is made again, not a dead end."""
+
+    def setUp(self):
+        self.root = Path(tempfile.mkdtemp(prefix="cml-venv-"))
+        self.addCleanup(shutil.rmtree, self.root, True)
+        self.venv = self.root / ".venv"
+
+    def test_a_venv_without_pip_or_python_is_broken(self):
+        self.assertEqual(toolchain.venv_problem(self.venv), "")           # none yet: nothing wrong
+        (self.venv / "bin").mkdir(parents=True)
+        self.assertIn("no python", toolchain.venv_problem(self.venv))      # interrupted early
+        shutil.rmtree(self.venv)
+        r = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(self.venv)], capture_output=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("No module named pip", toolchain.venv_problem(self.venv))
+
+    def fake_venv(self, venv: Path) -> None:
+        """A venv whose python accepts anything (pip install included), made in no time."""
+        (venv / "bin").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "bin" / "python").write_text("#!/bin/sh\nexit 0\n")
+        (venv / "bin" / "python").chmod(0o755)
+
+    def test_a_broken_venv_is_made_again_before_installing(self):
+        (self.venv / "bin").mkdir(parents=True)
+        (self.venv / "bin" / "python3").write_text("")            # half-made: no bin/python
+        saved = toolchain.create_venv
+        made = []
+        toolchain.create_venv = lambda venv: (made.append(venv), self.fake_venv(venv))
+        try:
+            _, out, _ = capture(toolchain.pip_install, self.root, ["meson"], "test")
+        finally:
+            toolchain.create_venv = saved
+        self.assertEqual(made, [self.venv])
+        self.assertIn(".venv is broken (it has no python: its creation was interrupted): making it again", out)
+        self.assertFalse((self.venv / "bin" / "python3").exists())
+
+    def test_an_interrupted_or_failed_creation_leaves_no_venv(self):
+        saved = toolchain.run_quiet
+
+        def interrupted(cmd, *a, **kw):
+            (self.venv / "bin").mkdir(parents=True)
+            raise KeyboardInterrupt
+
+        def failed(cmd, *a, **kw):
+            (self.venv / "bin").mkdir(parents=True)
+            return 1, "ensurepip is not available"
+        try:
+            toolchain.run_quiet = interrupted
+            with self.assertRaises(KeyboardInterrupt):
+                toolchain.create_venv(self.venv)
+            self.assertFalse(self.venv.exists())
+            toolchain.run_quiet = failed
+            with self.assertRaises(core.LabError) as e:
+                toolchain.create_venv(self.venv)
+            self.assertIn("install python3-venv", str(e.exception))
+            self.assertFalse(self.venv.exists())
+        finally:
+            toolchain.run_quiet = saved
+
+    def test_a_linked_venv_is_not_removed_but_the_fix_is_named(self):
+        target = self.root / "elsewhere"
+        target.mkdir()
+        self.venv.symlink_to(target)
+        with self.assertRaises(core.LabError) as e:
+            capture(toolchain.pip_install, self.root, ["meson"], "test")
+        self.assertIn("rm -rf .venv", str(e.exception))
+        self.assertTrue(target.is_dir())
+
+
 class TestWatch(unittest.TestCase):
     def test_every_save_triggers_one_check_and_ctrl_c_ends_the_loop(self):
         with tempfile.TemporaryDirectory() as d:
