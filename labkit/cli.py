@@ -17,7 +17,7 @@ from .reset import cmd_reset
 from .run import cmd_run, split_passthrough
 from .selftest import SANITIZER_TOOLS, cmd_test
 from .table import cmd_next, cmd_table
-from .terminal import say
+from .terminal import guard_standard_streams, say
 from .toolchain import cmd_setup, parse_gpu_arch
 from .watch import cmd_watch
 
@@ -171,6 +171,7 @@ def top_help() -> str:
 def main(argv: Optional[list] = None) -> int:
     """Dispatches to a command; LabError becomes one line on stderr and its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    guard_standard_streams()
     try:
         if not argv:
             return cmd_table(None)

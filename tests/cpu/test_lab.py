@@ -24,7 +24,7 @@ os.chdir(REPO)   # as a learner runs lab: from the checkout's root (./lab, not .
 
 
 sys.path.insert(0, str(REPO))
-from labkit import (build, chapters, check, cli, core, diagnostics, diff, doctor, hints, junit,  # noqa: E402
+from labkit import (bench, build, chapters, check, cli, core, diagnostics, diff, doctor, hints, junit,  # noqa: E402
                     no_gpu, readme, run, sass_tools, selftest, source, steps, terminal, toolchain, watch)
 
 SAMPLE_HINTS = """# Hints: chapter one
@@ -1369,6 +1369,69 @@ class TestVirtualEnvironment(unittest.TestCase):
             capture(toolchain.pip_install, self.root, ["meson"], "test")
         self.assertIn("rm -rf .venv", str(e.exception))
         self.assertTrue(target.is_dir())
+
+
+class TestOutputThatCannotBeWritten(LabTestCase):
+    """A user's input or terminal never ends in a traceback: one line and the course's code."""
+
+    def popen_lab(self, *args, env=None, **kw):
+        return subprocess.run([sys.executable, str(self.copy.root / "lab"), *args], cwd=self.copy.root,
+                              env=env or self.copy.env(), stderr=subprocess.PIPE, text=True, timeout=60, **kw)
+
+    def assert_one_line(self, r, code, words):
+        self.assertEqual(r.returncode, code, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(words, r.stderr)
+
+    def test_a_closed_stdout_is_one_line_and_exit_2(self):
+        for args in ((), ("list",), ("hint", self.num), ("help",)):
+            with self.subTest(args=args):
+                r = self.popen_lab(*args, preexec_fn=lambda: os.close(1))
+                self.assert_one_line(r, 2, "standard output is closed")
+
+    def test_a_closed_pipe_ends_quietly(self):
+        for args in (("list",), ("hint", self.num, "--all"), ("diff", self.num, "--yes")):
+            with self.subTest(args=args):
+                read_end, write_end = os.pipe()
+                os.close(read_end)                       # `| head -1` that has already gone
+                try:
+                    r = self.popen_lab(*args, stdout=write_end)
+                finally:
+                    os.close(write_end)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
+                self.assertNotIn("Exception ignored", r.stderr)
+
+    def test_an_encoding_that_cannot_print_a_character_prints_a_replacement(self):
+        r = self.popen_lab("hint", self.num, env=dict(self.copy.env(), PYTHONIOENCODING="ascii"),
+                           stdout=subprocess.PIPE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("hint 1 of 3: Step 1 ? pinned memory: where to start", r.stdout)
+        r = self.popen_lab("hint", "\u00b2", env=dict(self.copy.env(), PYTHONIOENCODING="ascii"))
+        self.assert_one_line(r, 2, "no chapter '?'")
+
+    def test_a_chapter_of_non_ascii_digits_is_no_chapter(self):
+        for spec in ("\u00b2", "ch\u00b2", "\u0661"):
+            with self.subTest(spec=spec):
+                self.assert_one_line(self.popen_lab("hint", spec), 2, f"no chapter '{spec}'")
+
+    def test_bench_out_that_is_a_file_or_cannot_be_made_is_a_usage_error(self):
+        r = self.popen_lab("bench", self.num, "--out", "chapters.txt")
+        self.assert_one_line(r, 2, "--out chapters.txt is a file, not a folder")
+        self.assertFalse((self.copy.root / "build").exists(), "refused before building")
+        saved = bench.setup, bench.build_target
+        bench.setup = lambda *a, **kw: toolchain.Toolchain(root=self.copy.root, env=dict(os.environ))
+        bench.build_target = lambda *a, **kw: Path("/bin/true")
+        try:
+            args = type("Args", (), {"chapter": self.num, "solution": False, "plot_only": False,
+                                     "out": str(self.copy.root / "chapters.txt" / "sub"), "program_args": []})()
+            with self.assertRaises(core.LabError) as e:
+                capture(bench.cmd_bench, args, self.copy.root)
+        finally:
+            bench.setup, bench.build_target = saved
+        self.assertEqual(e.exception.code, 2)
+        self.assertIn("cannot create the folder", str(e.exception))
 
 
 class TestWatch(unittest.TestCase):
