@@ -18,7 +18,7 @@ from .hints import hint_command
 from .junit import CaseResult, group_steps, parse_junit, skip_lines
 from .no_gpu import NoGpuResult, check_without_gpu
 from .processes import run_quiet
-from .state import remember, state_dir
+from .state import needs_gpu, remember, state_dir
 from .readme import step_goals
 from .sass_tools import ensure_sass_tools
 from .terminal import describe_rc, paint, say, unique
@@ -140,7 +140,6 @@ def without_gpu_result(no: NoGpuResult) -> CheckResult:
     if no.build_error is not None:
         return does_not_compile(no.build_error, no)
     first = no.first_failed_step
-    why = f"needs a GPU: {no.reason}"
     if first is None and no.failed:                 # a failed check of no known step
         return CheckResult(EXIT_FAIL, {"state": "failing", "step": None, "reason": "SASS check failed"}, [],
                            no_gpu=no)
@@ -148,10 +147,10 @@ def without_gpu_result(no: NoGpuResult) -> CheckResult:
         return CheckResult(EXIT_FAIL, {"state": "failing", "step": first, "reason": "SASS check failed"}, [],
                            no_gpu=no)
     if first is not None:
-        return CheckResult(EXIT_FAIL, {"state": "skipped", "reason": f"{why}; the compiled code of step {first} "
-                                                                     "fails its check", "compiles": True}, [],
-                           no_gpu=no)
-    return CheckResult(EXIT_SKIP, {"state": "skipped", "reason": why, "compiles": True}, [], no_gpu=no)
+        return CheckResult(EXIT_FAIL, {"state": "skipped", "reason": needs_gpu(no.reason, first), "compiles": True},
+                           [], no_gpu=no)
+    return CheckResult(EXIT_SKIP, {"state": "skipped", "reason": needs_gpu(no.reason), "compiles": True}, [],
+                       no_gpu=no)
 
 
 def _print_without_gpu(ch: Chapter, res: CheckResult, goals: dict) -> None:

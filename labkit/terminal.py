@@ -5,6 +5,7 @@ or one whose encoding cannot print a character is one line or a '?', never a tra
 
 import os
 import re
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -89,6 +90,11 @@ def is_terminal(stream) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def terminal_width() -> int:
+    """The columns to fit: COLUMNS when set, else the terminal's width, else 80."""
+    return shutil.get_terminal_size((80, 24)).columns
 
 
 def clear_screen() -> None:

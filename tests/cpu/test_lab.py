@@ -364,7 +364,7 @@ class TestChapters(LabTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         for ch in self.copy.chapters:
             self.assertIn(ch.num, r.stdout)
-            self.assertIn(ch.title, r.stdout)
+            self.assertIn(ch.title.split(": ")[0][:40], r.stdout)    # 80 columns: the short titles
         self.assertIn(f"0 of {len(self.copy.chapters)} chapters passed", r.stdout)
         self.assertIn("not started", r.stdout)
         self.assertFalse((self.copy.root / "build").exists(), "the table must not configure")
@@ -385,10 +385,33 @@ class TestChapters(LabTestCase):
                 self.assertIn(text, r.stdout)
                 self.assertIn(f"{passed} of {len(self.copy.chapters)} chapters passed", r.stdout)
 
+    def test_table_fits_80_columns_and_says_no_gpu_once(self):
+        no_gpu_reason = "no CUDA device: no NVIDIA driver (libcuda.so.1 not found)"
+        entries = {ch.name: {"state": "skipped", "reason": f"needs a GPU: {no_gpu_reason}", "compiles": True}
+                   for ch in self.copy.chapters}
+        last = self.copy.chapters[-1].name
+        entries[last]["reason"] += "; the compiled code of step 2 fails its check"
+        self.copy.state.mkdir(exist_ok=True)
+        (self.copy.state / "state.json").write_text(json.dumps({"chapters": entries}))
+        env = dict(self.copy.env(), COLUMNS="80")
+        r = subprocess.run([sys.executable, str(self.copy.root / "lab")], cwd=self.copy.root, env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([l for l in r.stdout.splitlines() if len(l) > 80], [])
+        self.assertEqual(r.stdout.count(no_gpu_reason), 1, r.stdout)
+        self.assertIn(f"no GPU here: {no_gpu_reason}", r.stdout)
+        self.assertIn("skipped: no GPU; step 2's SASS fails", r.stdout)
+        for ch in self.copy.chapters:
+            self.assertIn(f"  {ch.num}  {ch.title.split(': ')[0][:20]}", r.stdout)
+        wide = subprocess.run([sys.executable, str(self.copy.root / "lab")], cwd=self.copy.root,
+                              env=dict(env, COLUMNS="300"), capture_output=True, text=True, timeout=60)
+        for ch in self.copy.chapters:
+            self.assertIn(ch.title, wide.stdout)        # room enough: the whole titles
+
     def test_works_from_any_folder_of_the_checkout(self):
         r = self.lab(cwd=self.copy.first.folder)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn(self.copy.first.title, r.stdout)
+        self.assertIn(self.copy.first.title.split(": ")[0], r.stdout)
 
     def test_next_names_the_first_chapter_not_passed(self):
         r = self.lab("next")

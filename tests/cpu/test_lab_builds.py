@@ -130,7 +130,7 @@ class LabOnRealBuilds(unittest.TestCase):
         self.assertNotIn("first failure: ", r.stdout)
         table = self.lab().stdout
         self.assertNotIn("failing at step 4", table)
-        self.assertIn("skipped: needs a GPU", table)
+        self.assertIn("skipped: no GPU; step 4's SASS fails", table)
 
     # ---- build and link failures ---------------------------------------------------------------
 
