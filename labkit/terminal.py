@@ -98,10 +98,10 @@ def terminal_width() -> int:
 
 
 def clear_screen() -> None:
-    """Clears a terminal (watch mode); a pipe or a file gets no escape codes."""
-    if is_terminal(sys.stdout):
-        sys.stdout.write("\033[2J\033[H")
-        sys.stdout.flush()
+    """Clears a terminal (watch mode); a pipe, a file or a terminal that says it has no
+    screen control (TERM=dumb: an editor's shell buffer) gets no escape codes."""
+    if is_terminal(sys.stdout) and os.environ.get("TERM") != "dumb":
+        write("\033[2J\033[H")
 
 
 def display_path(path: Path) -> str:

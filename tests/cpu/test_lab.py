@@ -807,6 +807,25 @@ class TestWhereTheLearnerIs(LabTestCase):
         finally:
             os.chdir(cwd)
 
+    def test_screen_control_only_on_a_terminal_that_has_it(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+        saved_term, saved_out = os.environ.get("TERM"), sys.stdout
+        try:
+            for term, tty, cleared in (("xterm", True, True), ("dumb", True, False), ("xterm", False, False)):
+                with self.subTest(term=term, tty=tty):
+                    os.environ["TERM"] = term
+                    sys.stdout = Tty() if tty else io.StringIO()
+                    terminal.clear_screen()
+                    self.assertEqual("\033[" in sys.stdout.getvalue(), cleared)
+        finally:
+            sys.stdout = saved_out
+            if saved_term is None:
+                os.environ.pop("TERM", None)
+            else:
+                os.environ["TERM"] = saved_term
+
     def test_a_dumb_terminal_gets_no_colour(self):
         class Tty(io.StringIO):
             def isatty(self):
