@@ -337,6 +337,17 @@ class TestCommandLine(LabTestCase):
         self.assertIn("--", r.stderr)
         self.assertFalse((self.copy.root / "build").exists())
 
+    def test_program_arguments_tip_names_the_chapter_and_keeps_lab_options(self):
+        r = self.lab("run", str(int(self.num)), "extra")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"(program arguments go after --: ./lab run {self.num} -- extra)", r.stderr)
+        r = self.lab("bench", "--solution", self.num, "--csv", "--out", "x")
+        self.assertIn(f"./lab bench --solution {self.num} --out x -- --csv)", r.stderr)
+        r = self.lab("run", "extra", self.num)           # the chapter is the mistake there
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no chapter 'extra'", r.stderr)
+        self.assertNotIn("NN", r.stderr)
+
     def test_split_passthrough(self):
         self.assertEqual(run.split_passthrough(["01", "--solution", "--", "--size=64M", "--"]),
                          (["01", "--solution"], ["--size=64M", "--"]))
