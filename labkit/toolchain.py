@@ -279,21 +279,36 @@ def setup(root: Path = ROOT, catch2_required: bool = True, quiet_problems: bool 
 # GPU architectures: ./lab setup --gpu-arch=80,90
 # --------------------------------------------------------------------------------------
 
-_ARCH = re.compile(r"^\d{2,3}[af]?$")     # 90, 100, and the feature-specific 90a, 100f
+# A compute capability as Meson's gpu_arch wants it (90, 100, the feature-specific 90a, 100f),
+# and the other ways people write one: nvcc's sm_90 / compute_90 (or sm90), and 9.0 as
+# nvidia-smi and NVIDIA's tables print it.
+_ARCH = re.compile(r"^(?:sm_?|compute_?)?(\d{2,3}[af]?)$")
+_DOTTED = re.compile(r"^(\d{1,2})\.(\d)([af]?)$")
+
+
+def _one_arch(text: str) -> str:
+    """'90' from 90, sm_90, sm90, compute_90 or 9.0 ('90a' from sm_90a or 9.0a); '' when
+    it is none of them."""
+    m = _ARCH.match(text)
+    if m:
+        return m.group(1)
+    m = _DOTTED.match(text)
+    return "".join(m.groups()) if m else ""
 
 
 def parse_gpu_arch(text: str) -> str:
-    """`auto` or a comma list of compute capabilities without the dot (80,90,90a), as the
-    build's gpu_arch option wants it; anything else is a usage error, at once."""
+    """`auto` or a comma list of compute capabilities, normalised to what the build's
+    gpu_arch option wants (80,90,90a); anything else is a usage error, at once."""
     value = text.strip().lower()
     if value == "auto":
         return value
     archs = [a.strip() for a in value.split(",")]
-    bad = [a for a in archs if not _ARCH.match(a)]
+    normal = [_one_arch(a) for a in archs]
+    bad = [a for a, n in zip(archs, normal) if not n]
     if not archs or bad:
         raise ValueError(f"'{', '.join(bad) or text}' is not a compute capability: give 'auto' or "
-                         "numbers without the dot, like 80,90 (sm_80 and sm_90)")
-    return ",".join(archs)
+                         "a list like 80,90 (sm_90, compute_90 and 9.0 mean 90 too)")
+    return ",".join(dict.fromkeys(normal))
 
 
 def unsupported_archs(archs: str, nvcc: str) -> list[str]:

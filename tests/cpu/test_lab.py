@@ -888,7 +888,7 @@ class TestLearnerCommands(LabTestCase):
         self.assertNotIn("Traceback", r.stderr)
 
     def test_bad_gpu_arch_is_refused_at_once(self):
-        for bad in ("abc", "8x", "80,", "sm_90", "8.0"):
+        for bad in ("abc", "8x", "80,", "sm_9", "8.0.1", "gfx90a"):
             with self.subTest(value=bad):
                 r = self.lab("setup", f"--gpu-arch={bad}")
                 self.assertEqual(r.returncode, 2)
@@ -902,6 +902,11 @@ class TestLearnerCommands(LabTestCase):
         self.assertEqual(toolchain.parse_gpu_arch("100"), "100")
         with self.assertRaises(ValueError):
             toolchain.parse_gpu_arch("abc")
+        # nvcc's, nvidia-smi's and NVIDIA's tables' spellings (the error message itself says sm_90)
+        for spelled, meant in (("sm_90", "90"), ("sm90", "90"), ("compute_90", "90"), ("9.0", "90"),
+                               ("SM_90a", "90a"), ("8.6, sm_90", "86,90"), ("10.0", "100"), ("90,sm_90", "90")):
+            with self.subTest(value=spelled):
+                self.assertEqual(toolchain.parse_gpu_arch(spelled), meant)
 
 
 def difflib_lines(a: str, b: str) -> list:
