@@ -371,6 +371,34 @@ def _without_noise(output: str, limit: int = MAX_ERROR_LINES) -> list[str]:
     return kept[-limit:]
 
 
+# The types a demangled symbol (or a host compiler) spells by what they stand for, and the
+# names a learner writes: the runtime's handles are pointers to the driver's structs.
+_AS_WRITTEN = [(re.compile(rf"\b{struct}\s*\*"), name) for struct, name in (
+    ("CUstream_st", "cudaStream_t"), ("CUevent_st", "cudaEvent_t"), ("CUgraph_st", "cudaGraph_t"),
+    ("CUgraphExec_st", "cudaGraphExec_t"), ("CUgraphNode_st", "cudaGraphNode_t"),
+    ("CUfunc_st", "cudaFunction_t"), ("CUkern_st", "cudaKernel_t"), ("CUlib_st", "cudaLibrary_t"),
+    ("CUmemPoolHandle_st", "cudaMemPool_t"), ("CUuserObject_st", "cudaUserObject_t"),
+    ("CUexternalMemory_st", "cudaExternalMemory_t"), ("CUexternalSemaphore_st", "cudaExternalSemaphore_t"),
+    ("cudaArray", "cudaArray_t"), ("cudaMipmappedArray", "cudaMipmappedArray_t"),
+    ("cudaGraphicsResource", "cudaGraphicsResource_t"))] + [
+    (re.compile(r"\bCUtensorMap_st\b"), "CUtensorMap"), (re.compile(r"\bcudaError\b(?!_t)"), "cudaError_t"),
+    (re.compile(r"\bstd::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> ?>"),
+     "std::string"),
+    # and `const float*` as written, where the demangler puts the const after the type
+    (re.compile(r"(?<![\w:<>])((?:(?:unsigned|signed|long|short) )*[A-Za-z_][\w:]*) const(?=\s*[*&])"), r"const \1")]
+
+
+_DIAG_SHOWN = re.compile(r"^\S+:\d+(?::\d+)?: ")     # a diagnostic as extract_compile_errors shows it
+
+
+def as_the_learner_wrote(text: str) -> str:
+    """`ch05::transpose_tiled(float const*, float*, int, int, cudaStream_t)` where the linker
+    wrote `CUstream_st*`: the types by the names used in the learner's file."""
+    for pattern, name in _AS_WRITTEN:
+        text = pattern.sub(name, text)
+    return text
+
+
 def _is_link_failure(output: str) -> bool:
     return bool(_UNDEFINED.search(output) or "ld returned" in output or "multiple definition" in output)
 
@@ -402,5 +430,7 @@ def report_build_failure(err, ch: Optional[Chapter], stream=None) -> None:
         say(paint(f"{what} does not compile:", "red", stream), stream)
         lines = [l for l in lines if not _NOISE.match(l.strip())]
     for line in lines:
-        say("  " + line, stream)
+        # Types by the learner's names in what the tools wrote, never in an echo of their code.
+        translate = missing or link or device or _DIAG_SHOWN.match(line)
+        say("  " + (as_the_learner_wrote(line) if translate else line), stream)
     say(f"full log: {display_path(err.log)}", stream)

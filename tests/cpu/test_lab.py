@@ -1175,6 +1175,18 @@ class TestLinkAndMacroErrors(unittest.TestCase):
         self.assertEqual(len(lines), 1)
         self.assertIn("the free_pinned at exercise.cu:3 has another signature; make it match transfers.cuh", lines[0])
 
+    def test_link_errors_write_the_types_as_the_learner_wrote_them(self):
+        self.ch.exercise.write_text("namespace ch01 {\n\nvoid free_pinned(int* p, cudaStream_t s) {}\n}\n")
+        out = self.LINK.format(sym="ch01::free_pinned(void const*, CUstream_st*, CUevent_st**)")
+        err = build.BuildFailed("test_ch01_learner", out, self.root / "build.log")
+        _, shown, _ = capture(diagnostics.report_build_failure, err, self.ch)
+        self.assertIn("`ch01::free_pinned(const void*, cudaStream_t, cudaEvent_t*)`", shown)
+        self.assertNotIn("CUstream_st", shown)
+        self.assertEqual(diagnostics.as_the_learner_wrote(
+            "f(cudaError, CUtensorMap_st const&, std::__cxx11::basic_string<char, std::char_traits<char>, "
+            "std::allocator<char> > const&, cudaErrorInvalidValue)"),
+            "f(cudaError_t, const CUtensorMap&, const std::string&, cudaErrorInvalidValue)")
+
     def test_other_link_errors_are_left_to_the_linker_lines(self):
         out = self.LINK.format(sym="cml::something_else()")
         self.assertEqual(diagnostics.explain_missing_functions(out, self.ch), [])
