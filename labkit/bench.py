@@ -28,6 +28,9 @@ def cmd_bench(args, root: Path = ROOT) -> int:
         require_exercise(ch)
     default = root / "bench" / (ch.name + ("-solution" if args.solution else ""))
     out_dir = Path(args.out).resolve() if args.out else default
+    if out_dir.exists() and not out_dir.is_dir():
+        raise LabError(f"--out {args.out or display_path(out_dir)} is a file, not a folder: name a folder "
+                       "for the CSV and PNG files", EXIT_USAGE)
     start = time.time()
     if not args.plot_only:
         tc = setup(root, catch2_required=False)
@@ -38,7 +41,11 @@ def cmd_bench(args, root: Path = ROOT) -> int:
             report_build_failure(e, None if args.solution else ch)
             return EXIT_FAIL
         created = not out_dir.exists()
-        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LabError(f"cannot create the folder {display_path(out_dir)} for --out: "
+                           f"{e.strerror or e}", EXIT_USAGE) from e
         say(f"measuring: {display_path(exe)} --out={display_path(out_dir)} {' '.join(args.program_args)}")
         try:
             r = subprocess.run([str(exe), f"--out={out_dir}", *args.program_args], env=tc.env)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .core import EXIT_FAIL, EXIT_USAGE, ROOT, LabError
+
+_DIGITS = re.compile(r"[0-9]+\Z")
 
 
 @dataclass
@@ -91,10 +94,11 @@ def resolve_chapter(spec: str, chapters: list[Chapter]) -> Chapter:
     """Accepts 01, 1, 01_transfers, transfers (and ch01): the learner should not have to
     remember which form a command wants."""
     s = spec.strip().lower()
-    if s.startswith("ch") and s[2:].isdigit():
+    if s.startswith("ch") and _DIGITS.match(s[2:]):
         s = s[2:]
     for ch in chapters:
-        if s.isdigit() and ch.num.isdigit() and int(s) == int(ch.num):
+        # ASCII digits only: str.isdigit() accepts '²', which int() then refuses.
+        if _DIGITS.match(s) and _DIGITS.match(ch.num) and int(s) == int(ch.num):
             return ch
         if s in (ch.name.lower(), ch.topic.lower()):
             return ch

@@ -8,6 +8,7 @@ import sys
 from typing import Optional
 
 from .bench import cmd_bench
+from .chapters import load_chapters, resolve_chapter
 from .check import cmd_check
 from .core import EXIT_OK, EXIT_USAGE, LabError
 from .diff import cmd_diff
@@ -17,7 +18,7 @@ from .reset import cmd_reset
 from .run import cmd_run, split_passthrough
 from .selftest import SANITIZER_TOOLS, cmd_test
 from .table import cmd_next, cmd_table
-from .terminal import say
+from .terminal import guard_standard_streams, say
 from .toolchain import cmd_setup, parse_gpu_arch
 from .watch import cmd_watch
 
@@ -90,7 +91,7 @@ def build_parsers() -> dict:
     ps["hint"] = p
     p = _chapter_parser("./lab diff", "Your exercise.cu against the solution (unified diff). It "
                         "spoils the chapter: on a terminal it asks first.")
-    p.add_argument("--step", type=int, metavar="K", help="only the functions of step K (its TODO(K))")
+    p.add_argument("--step", type=int, metavar="K", help="only the functions of step K (those the step table of the chapter's README lists)")
     p.add_argument("--yes", action="store_true", help="do not ask")
     ps["diff"] = p
     ps["reset"] = _chapter_parser("./lab reset", "Restore the starter exercise.cu from git; your file "
@@ -168,9 +169,21 @@ def top_help() -> str:
     return "\n".join(lines)
 
 
+def passthrough_command(command: str, own: list, extra: list, args) -> str:
+    """The command the learner meant: theirs with the program's arguments after `--`, and
+    the chapter as its number (`./lab run 09 -- extra`, not a literal NN)."""
+    num = resolve_chapter(args.chapter, load_chapters()).num     # not a chapter: that is the error to show
+    kept = list(own)
+    for word in extra:
+        kept.remove(word)
+    kept = [num if word == args.chapter else word for word in kept]
+    return " ".join(["./lab", command, *kept, "--", *extra])
+
+
 def main(argv: Optional[list] = None) -> int:
     """Dispatches to a command; LabError becomes one line on stderr and its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    guard_standard_streams()
     try:
         if not argv:
             return cmd_table(None)
@@ -186,7 +199,7 @@ def main(argv: Optional[list] = None) -> int:
         own, passthrough = split_passthrough(rest) if command in PASSTHROUGH else (rest, [])
         args, extra = parser.parse_known_args(own)
         if extra:
-            tip = f" (program arguments go after --: ./lab {command} NN -- {' '.join(extra)})" \
+            tip = f" (program arguments go after --: {passthrough_command(command, own, extra, args)})" \
                 if command in PASSTHROUGH else ""
             parser.error(f"unrecognized arguments: {' '.join(extra)}{tip}")
         args.program_args = passthrough

@@ -79,6 +79,7 @@ def extract_compile_errors(output: str, exercise_rel: Optional[str] = None,
 
     def collect(wanted) -> list[str]:
         picked, i = [], 0
+        repeats: dict = {}        # (learner's line, callee) -> [index in picked, more errors, where]
         while i < len(lines):
             m = _DIAG.match(lines[i].strip())
             if not m:
@@ -101,8 +102,19 @@ def extract_compile_errors(output: str, exercise_rel: Optional[str] = None,
                     body = as_written(body[0], body[1] if len(body) > 1 else None, real) + body[2:]
                 picked += body
             elif exercise_rel and m.group("kind").endswith("error"):
-                picked += _expanded_in_exercise(lines, j, exercise_rel, m.group("rest"), root)
+                moved = _expanded_in_exercise(lines, j, exercise_rel, m.group("rest"), root)
+                if not moved:
+                    site = _called_from_exercise(lines, i, exercise_rel, root)
+                    if site in repeats:           # one more error of one call: counted, not shown
+                        repeats[site][1] += 1
+                    elif site is not None:
+                        repeats[site] = [len(picked), 0, f"{path}:{line_no}"]
+                        moved = _inside_a_call(site, m.group("rest"), lines[i + 1:j], exercise_rel, root)
+                picked += moved
             i = j
+        for at, more, where in repeats.values():   # the (inside ...) line of each call's first error
+            picked[at + 1] = (f"    (inside {_callee_text(picked[at + 1])}, which this line calls: {where}"
+                              + (f"; {more} more error{'s' if more != 1 else ''} there" if more else "") + ")")
         return picked
 
     picked = collect(lambda path, kind: path == exercise_rel and kind != "note") if exercise_rel else []
@@ -138,6 +150,102 @@ def _expanded_in_exercise(lines: list, start: int, exercise_rel: str, message: s
             shown = [f"{path}:{line_no}: {message}"]
             return shown + (["  " + real.rstrip()] if real is not None else [])
     return []
+
+
+# An error inside a header's template (std::sort on a std::map fails in stl_algo.h) is
+# shown at the learner's line that called into it. nvcc lists the instantiations after the
+# error, innermost first (`detected during: instantiation of "void std::sort(...)" at line 99
+# of ../chapters/09_sgemm/exercise.cu`); gcc before it, outermost last (`In instantiation of
+# 'F':`, `path:N:C:   required from 'G'`, `../chapters/.../exercise.cu:99:12:   required from here`).
+_NVCC_INSTANTIATED = re.compile(r'instantiation of "(?P<what>.*)" at line (?P<line>\d+) of (?P<path>\S+?)\s*$')
+_GCC_REQUIRED = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?:\d+:)?\s+required from (?P<what>.*?)\s*$")
+_GCC_INSTANTIATION = re.compile(r"In instantiation of (?P<what>.*?):?\s*$")
+_GCC_EXCERPT = re.compile(r"^\s*\d*\s*\|")
+_QUOTES = "\"'`‘’"
+
+
+def function_of_signature(signature: str) -> str:
+    """`std::sort` from `void std::sort(_RAIter, _RAIter) [with _RAIter=...]`, and
+    `std::vector<_Tp, _Alloc>::push_back` from its signature: the name before the parameters."""
+    head = signature.strip(_QUOTES + " ").split(" [with ", 1)[0]
+    # An operator's own < > ( ) (operator<, operator->, operator()) are no brackets.
+    op = re.search(r"\boperator\s*(\(\)|[^\w\s(]+)", head)
+    if op:
+        head = head[:op.start()] + "\0" + head[op.end():]
+    depth, end = 0, len(head)
+    for k, c in enumerate(head):          # the parameter list: the first '(' outside <...>
+        depth += (c == "<") - (c == ">")
+        if c == "(" and depth == 0:
+            end = k
+            break
+    head, depth, name = head[:end].strip(), 0, None
+    for k in range(len(head) - 1, -1, -1):   # the return type ends at the last space outside <...>
+        depth += (head[k] == ">") - (head[k] == "<")
+        if head[k] == " " and depth == 0:
+            name = head[k + 1:]
+            break
+    name = head if name is None else name
+    return name.replace("\0", op.group(0)) if op else name
+
+
+def _called_from_exercise(lines: list, i: int, exercise_rel: str, root: Path):
+    """(line, callee) of the learner's line that led to the error at lines[i], in another
+    file: their innermost line in the instantiation chain (where their code called into the
+    header); None when the chain does not pass through their file."""
+    for line in lines[i + 1:]:                                # nvcc: after the error (and its notes)
+        m = _DIAG.match(line.strip())
+        if m and m.group("kind").endswith("error"):
+            break
+        n = _NVCC_INSTANTIATED.search(line)
+        if n and short_source_path(n.group("path"), root) == exercise_rel:
+            return int(n.group("line")), function_of_signature(n.group("what"))
+    start = i                                                 # gcc: before it, back to its chain's start
+    while start > 0 and i - start < 60:
+        prev = lines[start - 1]
+        m = _DIAG.match(prev.strip())
+        if m and m.group("kind").endswith("error"):
+            break
+        start -= 1
+        if _GCC_INSTANTIATION.search(prev):
+            break
+    callee = ""
+    for line in lines[start:i]:
+        inst, req = _GCC_INSTANTIATION.search(line), _GCC_REQUIRED.match(line.strip())
+        if req and short_source_path(req.group("path"), root) == exercise_rel:
+            return int(req.group("line")), callee
+        if inst or req:
+            callee = function_of_signature((inst or req).group("what"))
+    return None
+
+
+def _callee_text(line: str) -> str:
+    """The callee written in an `(inside F, ...)` line."""
+    return line.strip()[len("(inside "):].split(", which this line calls", 1)[0]
+
+
+def _inside_a_call(site: tuple, message: str, body: list, exercise_rel: str, root: Path) -> list[str]:
+    """An error inside a header shown at the learner's line: `their path:line: error: ...`,
+    the line that names the callee and the header's place (filled in by collect), the
+    error's details (argument or operand types), the learner's line with a caret under the
+    name of the function it calls."""
+    line_no, callee = site
+    details = []
+    for text in body:                     # the details: indented deeper than the echoed line
+        if text.strip() == "^" or text.strip().startswith(("detected during", "instantiation of")):
+            break
+        if not _GCC_EXCERPT.match(text):  # gcc echoes the header's line as ` 1938 | ...`
+            details.append(text)
+    details = [d.strip() for d in details[:-1]] if len(details) > 1 else []
+    shown = [f"{exercise_rel}:{line_no}: {message}", f"    (inside {callee or 'a function it calls'}, "
+             "which this line calls)"] + ["    " + d for d in details]
+    real = _source_line(root, exercise_rel, line_no)
+    if real is not None:
+        shown.append("  " + real.rstrip())
+        name = callee.rsplit("::", 1)[-1].split("<", 1)[0]
+        at = re.search(rf"\b{re.escape(name)}\s*[<(]", real) if name else None
+        if at:
+            shown.append(" " * (2 + at.start()) + "^")
+    return shown
 
 
 # --------------------------------------------------------------------------------------
@@ -263,6 +371,34 @@ def _without_noise(output: str, limit: int = MAX_ERROR_LINES) -> list[str]:
     return kept[-limit:]
 
 
+# The types a demangled symbol (or a host compiler) spells by what they stand for, and the
+# names a learner writes: the runtime's handles are pointers to the driver's structs.
+_AS_WRITTEN = [(re.compile(rf"\b{struct}\s*\*"), name) for struct, name in (
+    ("CUstream_st", "cudaStream_t"), ("CUevent_st", "cudaEvent_t"), ("CUgraph_st", "cudaGraph_t"),
+    ("CUgraphExec_st", "cudaGraphExec_t"), ("CUgraphNode_st", "cudaGraphNode_t"),
+    ("CUfunc_st", "cudaFunction_t"), ("CUkern_st", "cudaKernel_t"), ("CUlib_st", "cudaLibrary_t"),
+    ("CUmemPoolHandle_st", "cudaMemPool_t"), ("CUuserObject_st", "cudaUserObject_t"),
+    ("CUexternalMemory_st", "cudaExternalMemory_t"), ("CUexternalSemaphore_st", "cudaExternalSemaphore_t"),
+    ("cudaArray", "cudaArray_t"), ("cudaMipmappedArray", "cudaMipmappedArray_t"),
+    ("cudaGraphicsResource", "cudaGraphicsResource_t"))] + [
+    (re.compile(r"\bCUtensorMap_st\b"), "CUtensorMap"), (re.compile(r"\bcudaError\b(?!_t)"), "cudaError_t"),
+    (re.compile(r"\bstd::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> ?>"),
+     "std::string"),
+    # and `const float*` as written, where the demangler puts the const after the type
+    (re.compile(r"(?<![\w:<>])((?:(?:unsigned|signed|long|short) )*[A-Za-z_][\w:]*) const(?=\s*[*&])"), r"const \1")]
+
+
+_DIAG_SHOWN = re.compile(r"^\S+:\d+(?::\d+)?: ")     # a diagnostic as extract_compile_errors shows it
+
+
+def as_the_learner_wrote(text: str) -> str:
+    """`ch05::transpose_tiled(float const*, float*, int, int, cudaStream_t)` where the linker
+    wrote `CUstream_st*`: the types by the names used in the learner's file."""
+    for pattern, name in _AS_WRITTEN:
+        text = pattern.sub(name, text)
+    return text
+
+
 def _is_link_failure(output: str) -> bool:
     return bool(_UNDEFINED.search(output) or "ld returned" in output or "multiple definition" in output)
 
@@ -294,5 +430,7 @@ def report_build_failure(err, ch: Optional[Chapter], stream=None) -> None:
         say(paint(f"{what} does not compile:", "red", stream), stream)
         lines = [l for l in lines if not _NOISE.match(l.strip())]
     for line in lines:
-        say("  " + line, stream)
+        # Types by the learner's names in what the tools wrote, never in an echo of their code.
+        translate = missing or link or device or _DIAG_SHOWN.match(line)
+        say("  " + (as_the_learner_wrote(line) if translate else line), stream)
     say(f"full log: {display_path(err.log)}", stream)

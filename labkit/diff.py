@@ -9,7 +9,8 @@ from pathlib import Path
 
 from .chapters import Chapter, chapter_of, require_exercise
 from .core import EXIT_FAIL, EXIT_OK, EXIT_USAGE, ROOT, LabError
-from .source import SourceItem, step_items, top_level_items
+from .readme import read_text, readme_steps
+from .source import SourceItem, step_definitions, step_items, top_level_items
 from .terminal import is_terminal, paint, say
 
 
@@ -63,21 +64,37 @@ def _joined(items: list[SourceItem]) -> str:
     return "\n\n".join(i.text.rstrip("\n") for i in items) + "\n"
 
 
-def step_diff(ch: Chapter, step: int) -> list[str]:
-    """Unified diff of one step's definitions only (the TODO(step) groups of the starter
-    and the solution's matching functions with their helpers)."""
-    mine_text, theirs_text = read_pair(ch)
+def learner_step_items(ch: Chapter, step: int, mine_text: str) -> list[SourceItem]:
+    """Step K's definitions in the learner's file: the functions the README's step table
+    lists for it, and what only they use (so editing or deleting a TODO comment changes
+    nothing). A chapter without a table yet (being written) falls back to the TODO(K) marks."""
+    rows = readme_steps(read_text(ch.readme))
+    if rows:
+        if step not in rows:
+            raise LabError(f"chapter {ch.num} has no step {step} (steps: "
+                           f"{', '.join(map(str, sorted(rows)))})", EXIT_USAGE)
+        others = {f for k, row in rows.items() if k != step for f in row.functions}
+        return step_definitions(top_level_items(mine_text), rows[step].functions, others)
     mine = step_items(mine_text)
     chosen = [i for i in mine if step in i.steps]
     if not chosen:
         steps = sorted({k for i in mine for k in i.steps})
         raise LabError(f"{ch.exercise_rel} has no TODO({step}) (steps: "
                        f"{', '.join(map(str, steps)) or 'none'})", EXIT_USAGE)
-    names = {i.name for i in chosen if i.name}
-    theirs = solution_items_for(names, mine, top_level_items(theirs_text))
-    listed = ", ".join(i.name for i in chosen if i.is_function)
-    return unified(_joined(chosen), _joined(theirs), f"{ch.exercise_rel} (yours), step {step}: {listed}",
-                   f"{ch.solution_rel}, step {step}")
+    return chosen
+
+
+def step_diff(ch: Chapter, step: int) -> list[str]:
+    """Unified diff of one step's definitions only (the learner's, by the README's step
+    table, and the solution's of the same names with the helpers they use)."""
+    mine_text, theirs_text = read_pair(ch)
+    chosen = learner_step_items(ch, step, mine_text)
+    rows = readme_steps(read_text(ch.readme))
+    names = {i.name for i in chosen if i.name} | set(rows[step].functions if step in rows else [])
+    theirs = solution_items_for(names, top_level_items(mine_text), top_level_items(theirs_text))
+    listed = ", ".join(i.name for i in chosen if i.is_function) or "none of its functions (deleted or renamed?)"
+    return unified(_joined(chosen) if chosen else "", _joined(theirs),
+                   f"{ch.exercise_rel} (yours), step {step}: {listed}", f"{ch.solution_rel}, step {step}")
 
 
 def colour_diff_line(line: str) -> str:

@@ -11,6 +11,7 @@ from .build import BuildFailed, build_target
 from .core import EXIT_OK, EXIT_SKIP, ROOT, LabError
 from .plots import python_with_matplotlib
 from .processes import find_cuda_tool, find_nvcc, last_lines, run_quiet, tool_version
+from .sass_tools import INSTALL_COMMAND, find_sass_tools
 from .terminal import describe_rc, display_path, paint, say
 from .toolchain import is_root, setup
 
@@ -104,8 +105,8 @@ def _gpu_facts(tc) -> bool:
     return rc == 0
 
 
-def _profilers(root: Path) -> None:
-    """ncu and its counter permission, compute-sanitizer, matplotlib."""
+def _profilers(root: Path, tc) -> None:
+    """ncu and its counter permission, compute-sanitizer, cuobjdump and nvdisasm, matplotlib."""
     say(paint("profilers and checkers", "bold"))
     ncu = find_cuda_tool("ncu")
     if ncu:
@@ -118,6 +119,12 @@ def _profilers(root: Path) -> None:
     san = find_cuda_tool("compute-sanitizer")
     doctor_line("compute-sanitizer", bool(san),
                 (tool_version(san) or san) if san else "not found: ./lab test --setup memcheck needs it")
+    # Where the SASS checks will find them: with the children's PATH (nvcc's folder first).
+    sass = find_sass_tools(tc.env if tc is not None else None, root)
+    doctor_line("cuobjdump, nvdisasm", bool(sass),
+                f"in {display_path(sass)} (the SASS checks: ./lab check, with a GPU or without)" if sass else
+                "not found: the SASS checks of ./lab check skip; ./lab run or ./lab check installs them into "
+                f".venv from NVIDIA's pip packages (or: {INSTALL_COMMAND})")
     py = python_with_matplotlib(root)
     doctor_line("matplotlib", True if py else None,
                 f"with {py}" if py else "not found: ./lab bench writes CSV only (pip install matplotlib)")
@@ -129,7 +136,7 @@ def cmd_doctor(args, root: Path = ROOT) -> int:
     _toolkit_and_driver()
     tc = _build_tools(root)
     gpu_ok = _gpu_facts(tc)
-    _profilers(root)
+    _profilers(root, tc)
     say()
     say(paint("a GPU is usable", "green") if gpu_ok else paint("no usable GPU here: GPU tests will skip", "yellow"))
     return EXIT_OK if gpu_ok else EXIT_SKIP

@@ -4,11 +4,11 @@ the CUDA tools are."""
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Iterable, Optional, Tuple
 
 from .core import CUDA_DEFAULT_BIN
+from .terminal import write
 
 
 def child_env(extra_path: Iterable[Path]) -> dict:
@@ -41,6 +41,7 @@ def run_quiet(cmd: list, env: Optional[dict] = None, cwd: Optional[Path] = None,
 def stream_command(cmd: list, env: dict, cwd: Path, log: Path) -> Tuple[int, str]:
     """Runs a command showing its output as it goes, also keeping it (log file and text)."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    write("")           # a closed stdout is reported before the command starts, not during it
     chunks = []
     with open(log, "w", encoding="utf-8") as fh:
         try:
@@ -51,8 +52,7 @@ def stream_command(cmd: list, env: dict, cwd: Path, log: Path) -> Tuple[int, str
         assert p.stdout is not None
         for raw in p.stdout:
             line = raw.decode(errors="replace")
-            sys.stdout.write(line)
-            sys.stdout.flush()
+            write(line)
             fh.write(line)
             chunks.append(line)
         rc = p.wait()

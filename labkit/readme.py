@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 from .chapters import Chapter
 
@@ -59,3 +60,17 @@ def read_text(path) -> str:
 def step_goals(ch: Chapter) -> dict[int, str]:
     """Step K -> its goal, from the README's step table ({} without one)."""
     return {k: row.goal for k, row in readme_steps(read_text(ch.readme)).items()}
+
+
+def step_naming(rows: dict, name: str) -> Optional[int]:
+    """The first step whose row of the table names the function or kernel `name`; for a
+    kernel, else the first that names its launcher (`sgemm_tiled` for `sgemm_tiled_kernel`:
+    the course names a launcher's kernel so, and the SASS checks name kernels, a template's
+    as `sum_fast_kernel<`). None when no row names either."""
+    name = name.rstrip("<")
+    candidates = [name] + ([name[:-len("_kernel")]] if name.endswith("_kernel") else [])
+    for candidate in candidates:
+        for k in sorted(rows):
+            if candidate in rows[k].functions:
+                return k
+    return None

@@ -10,6 +10,7 @@ from .build import BuildFailed, build_target
 from .chapters import Chapter, chapter_of, require_exercise
 from .core import EXIT_FAIL, ROOT, LabError
 from .diagnostics import report_build_failure
+from .sass_tools import ensure_sass_tools
 from .terminal import display_path, exit_code_of, progress_to_stderr
 from .toolchain import setup
 
@@ -36,6 +37,9 @@ def cmd_run(args, root: Path = ROOT) -> int:
         require_exercise(ch)
     progress_to_stderr()
     tc = setup(root, catch2_required=False)
+    # A new learner's first command: what ./lab check needs to check their compiled code
+    # (with a GPU or without) comes with the rest of the set-up, not at their first check.
+    ensure_sass_tools(tc, root, "for ./lab check's SASS checks", note_missing=False)
     target, fallback = program_target(ch, args.solution)
     try:
         exe = build_target(tc, target, fallback)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -15,16 +14,15 @@ from .chapters import load_chapters, resolve_chapter
 from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, ROOT, LabError
 from .diagnostics import extract_compile_errors
 from .junit import skip_lines
-from .plots import pypi_reachable
 from .processes import find_cuda_tool, last_lines, stream_command
+from .sass_tools import ensure_sass_tools
 from .state import state_dir
 from .terminal import describe_rc, display_path, say
-from .toolchain import Toolchain, no_install, pip_install, setup
+from .toolchain import Toolchain, setup
 
 SUMMARY_KEYS = ("Ok", "Expected Fail", "Fail", "Unexpected Pass", "Skipped", "Timeout")
 FAILED_TO_START = "0 passed, 1 failed, 0 skipped"
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
-SASS_TOOLS = ["nvidia-cuda-cuobjdump==13.2.51", "nvidia-cuda-nvdisasm==13.2.51"]
 
 
 def parse_meson_summary(text: str) -> Optional[dict]:
@@ -83,24 +81,6 @@ def meson_test_command(tc: Toolchain, setup_name: Optional[str], maintainer: boo
     return cmd
 
 
-def ensure_sass_tools(tc: Toolchain, root: Path = ROOT) -> None:
-    """cuobjdump and nvdisasm for the SASS checks of the solutions (a CPU test): the CUDA
-    toolkit's when it has them, else NVIDIA's pip packages in .venv (13.2 reads 13.0's
-    binaries). Best effort: without them those checks skip and say why."""
-    dirs = [Path(d) for d in tc.env.get("PATH", "").split(os.pathsep) if d] + [Path("/usr/local/cuda/bin")]
-    dirs += sorted((root / ".venv" / "lib").glob("python*/site-packages/nvidia/cu13/bin"))
-    if any((d / "cuobjdump").exists() and (d / "nvdisasm").exists() for d in dirs):
-        return
-    if no_install() or not pypi_reachable():
-        say("note: cuobjdump/nvdisasm not found: the SASS checks will skip "
-            f"(.venv/bin/pip install {' '.join(SASS_TOOLS)})", sys.stderr)
-        return
-    try:
-        pip_install(root, SASS_TOOLS, "for the SASS checks of the solutions")
-    except LabError as e:
-        say(f"note: {e}: the SASS checks will skip", sys.stderr)
-
-
 def require_sanitizer(tool: Optional[str]) -> None:
     """`--setup memcheck` runs the tests under compute-sanitizer: without it, one line and
     a skip (77), before anything is configured or built."""
@@ -148,7 +128,7 @@ def cmd_test(args, root: Path = ROOT) -> int:
     chapters = [resolve_chapter(word, load_chapters(root)).num for word in args.chapters]  # a bad NN: before building
     try:
         tc = setup(root, catch2_required=True, show_output=True)
-        ensure_sass_tools(tc, root)
+        ensure_sass_tools(tc, root, "for the SASS checks of the solutions")
     except LabError as e:
         say(f"lab: {e}")
         say(FAILED_TO_START)

@@ -1,6 +1,7 @@
 """Just enough C++ reading to find the top-level definitions of an exercise file and the
-steps they belong to, with no compiler: what `./lab diff NN --step K` shows and what the
-step-table test compares with the README.
+steps they belong to, with no compiler: what `./lab diff NN --step K` shows (a step's
+definitions by the names of the README's step table: step_definitions) and what the
+step-table test compares with the README (the TODO(K) marks, below).
 
 The rule for steps, as the exercise files are written: a definition whose own comment
 carries `TODO(K):` belongs to step K, and so do the definitions right after it that have
@@ -228,3 +229,31 @@ def functions_by_step(text: str) -> dict[int, list[str]]:
                 if item.name not in out.setdefault(k, []):
                     out[k].append(item.name)
     return out
+
+
+_NOT_DEFINITIONS = {"static_assert", "sizeof", "alignof", "decltype"}   # top-level asserts, misnamed
+
+
+def step_definitions(items: list[SourceItem], functions: list, other_functions: set) -> list[SourceItem]:
+    """A step's definitions in a file, by the names of its row of the README's table (not
+    by TODO comments, which learners edit and delete): those functions, and what only they
+    use among the file's other definitions, transitively (a constant such as chapter 04's
+    kRun, a helper the learner added), leaving out what a function of another step uses too
+    (a provided helper several steps call)."""
+    by_name: dict = {}
+    for item in items:
+        if item.name and item.name not in _NOT_DEFINITIONS:
+            by_name.setdefault(item.name, []).append(item)
+    table = set(functions) | set(other_functions)
+
+    def reach(names) -> set:
+        seen, queue = set(), list(names)
+        while queue:
+            for item in by_name.get(queue.pop(), []):
+                for used in item.identifiers() & set(by_name):
+                    if used not in seen and used not in table:
+                        seen.add(used)
+                        queue.append(used)
+        return seen
+    own = set(functions) | (reach(functions) - reach(set(other_functions) - set(functions)))
+    return [i for i in items if i.name in own]

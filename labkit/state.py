@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -56,8 +57,25 @@ def remember(root: Path, ch: Chapter, entry: dict) -> None:
     save_state(state, root)
 
 
-def describe_state(entry: Optional[dict]) -> tuple[str, str]:
-    """A chapter's state as the table shows it, and the colour it gets."""
+_NEEDS_GPU = re.compile(r"^needs a GPU: (?P<why>.*?)"
+                        r"(?:; the compiled code of step (?P<step>\d+) fails its check)?$", re.S)
+
+
+def needs_gpu(why: str, failed_step: Optional[int] = None) -> str:
+    """The reason a check without a GPU remembers (gpu_reason reads it back)."""
+    return f"needs a GPU: {why}" + ("" if failed_step is None else
+                                    f"; the compiled code of step {failed_step} fails its check")
+
+
+def gpu_reason(entry: Optional[dict]) -> str:
+    """Why a chapter's last check had no GPU to run on ('' when that is not why it skipped)."""
+    m = _NEEDS_GPU.match(str((entry or {}).get("reason") or "")) if (entry or {}).get("state") == "skipped" else None
+    return m.group("why") if m else ""
+
+
+def describe_state(entry: Optional[dict], gpu_said: bool = False) -> tuple[str, str]:
+    """A chapter's state as the table shows it, and the colour it gets. gpu_said: the table
+    says once why there is no GPU, so a row says only 'no GPU'."""
     if not entry:
         return "not started", "dim"
     st = entry.get("state")
@@ -74,5 +92,8 @@ def describe_state(entry: Optional[dict]) -> tuple[str, str]:
             text += f" ({entry.get('steps_passed', 0)} of {entry['steps_total']} steps passed)"
         return text, "red"
     if st == "skipped":
+        m = _NEEDS_GPU.match(str(entry.get("reason") or ""))
+        if gpu_said and m:
+            return "skipped: no GPU" + (f"; step {m.group('step')}'s SASS fails" if m.group("step") else ""), "yellow"
         return f"skipped: {entry.get('reason') or 'no reason given'}", "yellow"
     return str(st), "dim"

@@ -1,14 +1,16 @@
 """What lab prints and how: colour only on a terminal (NO_COLOR and TERM=dumb respected),
 lines flushed at once so they keep their order with a child's output, paths and ./lab
-commands as the learner types them from the folder they are in."""
+commands as the learner types them from the folder they are in; a closed standard output
+or one whose encoding cannot print a character is one line or a '?', never a traceback."""
 
 import os
 import re
+import shutil
 import signal
 import sys
 from pathlib import Path
 
-from .core import ROOT
+from .core import EXIT_USAGE, ROOT, LabError
 
 _CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36",
           "bold": "1", "dim": "2"}
@@ -46,15 +48,26 @@ def lab_command() -> str:
     return rel if "/" in rel else "./" + rel
 
 
-def say(text: str = "", stream=None) -> None:
-    """Prints and flushes at once, so lab's lines and child output keep their order; every
-    `./lab` in the text is the command as typed from the current folder."""
+def write(text: str, stream=None) -> None:
+    """Writes and flushes at once (lab's lines and child output keep their order). A
+    stream lab was started without (`./lab list >&-`: Python makes sys.stdout None) is a
+    usage error, one line on stderr, not a traceback; main() makes the standard streams
+    replace what their encoding cannot print (PYTHONIOENCODING=ascii) instead of dying."""
     stream = stream or sys.stdout
+    if stream is None:
+        raise LabError("standard output is closed, so there is nowhere to print "
+                       "(run it without >&-, or send the output to /dev/null)", EXIT_USAGE)
+    stream.write(text)
+    stream.flush()
+
+
+def say(text: str = "", stream=None) -> None:
+    """Prints a line and flushes at once, so lab's lines and child output keep their order;
+    every `./lab` in the text is the command as typed from the current folder."""
     launcher = lab_command()
     if launcher != "./lab":
         text = _LAB_COMMAND.sub(launcher, text)
-    stream.write(text + "\n")
-    stream.flush()
+    write(text + "\n", stream)
 
 
 _progress = ["stdout"]
@@ -79,11 +92,16 @@ def is_terminal(stream) -> bool:
         return False
 
 
+def terminal_width() -> int:
+    """The columns to fit: COLUMNS when set, else the terminal's width, else 80."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
 def clear_screen() -> None:
-    """Clears a terminal (watch mode); a pipe or a file gets no escape codes."""
-    if is_terminal(sys.stdout):
-        sys.stdout.write("\033[2J\033[H")
-        sys.stdout.flush()
+    """Clears a terminal (watch mode); a pipe, a file or a terminal that says it has no
+    screen control (TERM=dumb: an editor's shell buffer) gets no escape codes."""
+    if is_terminal(sys.stdout) and os.environ.get("TERM") != "dumb":
+        write("\033[2J\033[H")
 
 
 def display_path(path: Path) -> str:
@@ -132,3 +150,17 @@ def unique(items: list) -> list:
 def plural(n: int, word: str) -> str:
     """'1 step', '3 steps'."""
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def guard_standard_streams() -> None:
+    """What main() does first: a character the output's encoding cannot print (an em dash
+    under PYTHONIOENCODING=ascii) becomes '?' instead of a UnicodeEncodeError, and a closed
+    stderr (`2>&-`) swallows lab's notes instead of failing on the first one. A closed
+    stdout stays None: write() reports it."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError, OSError):
+            pass                    # None, or not a text file (a test's StringIO)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")

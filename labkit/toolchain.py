@@ -64,16 +64,62 @@ def pick_tool(minimum: tuple, candidates: list, env: dict) -> tuple[str, str]:
     return "", ""
 
 
+REPAIR_VENV = "rm -rf .venv, then run the command again"
+
+
+def venv_problem(venv: Path) -> str:
+    """Why .venv cannot install packages ('' when it can, or when there is none yet): a
+    python -m venv that was interrupted (Ctrl-C during the first ./lab run) or failed half-way
+    (no ensurepip) leaves one without python or without pip, and every later pip install
+    would fail with `No module named pip`."""
+    if not venv.exists() and not venv.is_symlink():
+        return ""
+    python = venv / "bin" / "python"
+    if not (venv / "pyvenv.cfg").is_file() or not python.exists():
+        return "it has no python: its creation was interrupted"
+    rc, out = run_quiet([python, "-m", "pip", "--version"], timeout=120)
+    return "" if rc == 0 else f"its pip does not run: {last_lines(out)}"
+
+
+def _remove_venv(venv: Path, why: str) -> None:
+    """Removes a .venv lab cannot use (it holds nothing but what lab installs there)."""
+    try:
+        if venv.is_symlink():
+            raise OSError(0, "it is a link to another folder")
+        shutil.rmtree(venv)
+    except OSError as e:
+        raise LabError(f".venv is broken ({why}) and lab cannot remove it ({e.strerror}): "
+                       f"{REPAIR_VENV}", EXIT_USAGE) from e
+
+
+def create_venv(venv: Path) -> None:
+    """python3 -m venv .venv, never left half-made: an interrupted or failed creation is
+    removed, so the next command starts again instead of finding a .venv without pip.
+    (Made in place, not in a temporary folder renamed at the end: a venv's scripts and
+    activate hold its absolute path.)"""
+    try:
+        rc, out = run_quiet([sys.executable, "-m", "venv", str(venv)])
+    except BaseException:          # Ctrl-C: nothing half-made stays behind
+        shutil.rmtree(venv, ignore_errors=True)
+        raise
+    if rc != 0 or venv_problem(venv):
+        shutil.rmtree(venv, ignore_errors=True)
+        raise LabError(f"python3 -m venv .venv failed ({last_lines(out)}): "
+                       "install python3-venv, or install the packages yourself", EXIT_USAGE)
+
+
 def pip_install(root: Path, packages: list, why: str) -> None:
-    """Creates .venv when needed and pip-installs packages into it, saying so first."""
+    """Creates .venv when needed (again when a broken one is there) and pip-installs
+    packages into it, saying so first."""
     venv = root / ".venv"
     python = venv / "bin" / "python"
     progress(f"installing {' '.join(packages)} into .venv with pip: {why} (a minute)...")
+    problem = venv_problem(venv)
+    if problem:
+        progress(f".venv is broken ({problem}): making it again...")
+        _remove_venv(venv, problem)
     if not python.exists():
-        rc, out = run_quiet([sys.executable, "-m", "venv", str(venv)])
-        if rc != 0:
-            raise LabError(f"python3 -m venv .venv failed ({last_lines(out)}): "
-                           "install python3-venv, or install the packages yourself", EXIT_USAGE)
+        create_venv(venv)
     rc, out = run_quiet([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                          *packages])
     if rc != 0:
@@ -233,21 +279,36 @@ def setup(root: Path = ROOT, catch2_required: bool = True, quiet_problems: bool 
 # GPU architectures: ./lab setup --gpu-arch=80,90
 # --------------------------------------------------------------------------------------
 
-_ARCH = re.compile(r"^\d{2,3}[af]?$")     # 90, 100, and the feature-specific 90a, 100f
+# A compute capability as Meson's gpu_arch wants it (90, 100, the feature-specific 90a, 100f),
+# and the other ways people write one: nvcc's sm_90 / compute_90 (or sm90), and 9.0 as
+# nvidia-smi and NVIDIA's tables print it.
+_ARCH = re.compile(r"^(?:sm_?|compute_?)?(\d{2,3}[af]?)$")
+_DOTTED = re.compile(r"^(\d{1,2})\.(\d)([af]?)$")
+
+
+def _one_arch(text: str) -> str:
+    """'90' from 90, sm_90, sm90, compute_90 or 9.0 ('90a' from sm_90a or 9.0a); '' when
+    it is none of them."""
+    m = _ARCH.match(text)
+    if m:
+        return m.group(1)
+    m = _DOTTED.match(text)
+    return "".join(m.groups()) if m else ""
 
 
 def parse_gpu_arch(text: str) -> str:
-    """`auto` or a comma list of compute capabilities without the dot (80,90,90a), as the
-    build's gpu_arch option wants it; anything else is a usage error, at once."""
+    """`auto` or a comma list of compute capabilities, normalised to what the build's
+    gpu_arch option wants (80,90,90a); anything else is a usage error, at once."""
     value = text.strip().lower()
     if value == "auto":
         return value
     archs = [a.strip() for a in value.split(",")]
-    bad = [a for a in archs if not _ARCH.match(a)]
+    normal = [_one_arch(a) for a in archs]
+    bad = [a for a, n in zip(archs, normal) if not n]
     if not archs or bad:
         raise ValueError(f"'{', '.join(bad) or text}' is not a compute capability: give 'auto' or "
-                         "numbers without the dot, like 80,90 (sm_80 and sm_90)")
-    return ",".join(archs)
+                         "a list like 80,90 (sm_90, compute_90 and 9.0 mean 90 too)")
+    return ",".join(dict.fromkeys(normal))
 
 
 def unsupported_archs(archs: str, nvcc: str) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Callable, Optional
 from .chapters import chapter_of, require_exercise
 from .check import check_chapter
 from .core import EXIT_OK, ROOT
+from .sass_tools import ensure_sass_tools
 from .terminal import clear_screen, display_path, paint, say
 from .toolchain import setup
 
@@ -43,6 +44,7 @@ def cmd_watch(args, root: Path = ROOT) -> int:
     ch = chapter_of(args, root)
     require_exercise(ch)
     tc = setup(root, catch2_required=True)
+    ensure_sass_tools(tc, root, "for the SASS checks of your kernels", note_missing=False)
 
     def recheck() -> None:
         clear_screen()

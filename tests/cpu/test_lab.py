@@ -24,8 +24,8 @@ os.chdir(REPO)   # as a learner runs lab: from the checkout's root (./lab, not .
 
 
 sys.path.insert(0, str(REPO))
-from labkit import (build, chapters, check, cli, core, diagnostics, diff, hints, junit,  # noqa: E402
-                    no_gpu, readme, run, selftest, source, steps, terminal, toolchain, watch)
+from labkit import (bench, build, chapters, check, cli, core, diagnostics, diff, doctor, hints, junit,  # noqa: E402
+                    no_gpu, readme, run, sass_tools, selftest, source, steps, terminal, toolchain, watch)
 
 SAMPLE_HINTS = """# Hints: chapter one
 
@@ -192,6 +192,49 @@ collect2: error: ld returned 1 exit status
 ninja: build stopped: subcommand failed.
 """
 
+# A real nvcc log (CUDA 13.0, g++ 12's headers), shortened: std::sort on a std::map in
+# chapter 09's exercise.cu fails inside stl_algo.h; only the instantiation chains name the
+# learner's line (after a note, or right after the error's own lines).
+NVCC_SORT_OUTPUT = """\
+[1/3] Compiling Cuda object chapters/libch09_exercise_learner.a.p/09_sgemm_exercise.cu.o
+FAILED: chapters/libch09_exercise_learner.a.p/09_sgemm_exercise.cu.o
+/usr/include/c++/12/bits/stl_algo.h(1938): error: no operator "-" matches these operands
+            operand types are: std::_Rb_tree_iterator<std::pair<const int, int>> - std::_Rb_tree_iterator<std::pair<const int, int>>
+      std::__lg(__last - __first) * 2,
+                       ^
+/usr/include/c++/12/bits/stl_iterator.h(1778): note #3327-D: candidate function template "std::operator-(const std::move_iterator<_IteratorL> &, const std::move_iterator<_IteratorR> &)->decltype((<expression>))" failed deduction
+      operator-(const move_iterator<_IteratorL>& __x,
+      ^
+          detected during:
+            instantiation of "void std::__sort(_RandomAccessIterator, _RandomAccessIterator, _Compare) [with _RandomAccessIterator=std::_Rb_tree_iterator<std::pair<const int, int>>, _Compare=__gnu_cxx::__ops::_Iter_less_iter]" at line 4820
+            instantiation of "void std::sort(_RAIter, _RAIter) [with _RAIter=std::_Rb_tree_iterator<std::pair<const int, int>>]" at line 5 of ../chapters/09_sgemm/exercise.cu
+
+/usr/include/c++/12/bits/stl_algo.h(1814): error: function "std::pair<_T1, _T2>::operator=(const std::pair<const int, int> &) [with _T1=const int, _T2=int]" (declared implicitly) cannot be referenced -- it is a deleted function
+         *__first = std::move(__val);
+                  ^
+          detected during:
+            instantiation of "void std::__insertion_sort(_RandomAccessIterator, _RandomAccessIterator, _Compare) [with _RandomAccessIterator=std::_Rb_tree_iterator<std::pair<const int, int>>, _Compare=__gnu_cxx::__ops::_Iter_less_iter]" at line 1854
+            instantiation of "void std::sort(_RAIter, _RAIter) [with _RAIter=std::_Rb_tree_iterator<std::pair<const int, int>>]" at line 5 of ../chapters/09_sgemm/exercise.cu
+
+2 errors detected in the compilation of "../chapters/09_sgemm/exercise.cu".
+ninja: build stopped: subcommand failed.
+"""
+
+# g++ 12 on the same mistake: the chain comes before the error and ends `required from here`.
+GCC_SORT_OUTPUT = """\
+In file included from /usr/include/c++/12/algorithm:61,
+                 from ../chapters/09_sgemm/exercise.cu:1:
+/usr/include/c++/12/bits/stl_algo.h: In instantiation of \u2018void std::__sort(_RandomAccessIterator, _RandomAccessIterator, _Compare) [with _RandomAccessIterator = _Rb_tree_iterator<pair<const int, int> >; _Compare = __gnu_cxx::__ops::_Iter_less_iter]\u2019:
+/usr/include/c++/12/bits/stl_algo.h:4820:18:   required from \u2018void std::sort(_RAIter, _RAIter) [with _RAIter = _Rb_tree_iterator<pair<const int, int> >]\u2019
+../chapters/09_sgemm/exercise.cu:5:12:   required from here
+/usr/include/c++/12/bits/stl_algo.h:1938:50: error: no match for \u2018operator-\u2019 (operand types are \u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019 and \u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019)
+ 1938 |                                 std::__lg(__last - __first) * 2,
+      |                                           ~~~~~~~^~~~~~~~~
+/usr/include/c++/12/bits/stl_iterator.h:621:5: note: candidate: \u2018template<class _IteratorL, class _IteratorR> constexpr decltype ((__y.base() - __x.base())) std::operator-(const reverse_iterator<_Iterator>&, const reverse_iterator<_IteratorR>&)\u2019
+  621 |     operator-(const reverse_iterator<_IteratorL>& __x,
+      |     ^~~~~~~~
+"""
+
 
 class LabCopy:
     """A throw-away copy of the parts of the checkout ./lab reads, with its own state dir."""
@@ -294,6 +337,17 @@ class TestCommandLine(LabTestCase):
         self.assertIn("--", r.stderr)
         self.assertFalse((self.copy.root / "build").exists())
 
+    def test_program_arguments_tip_names_the_chapter_and_keeps_lab_options(self):
+        r = self.lab("run", str(int(self.num)), "extra")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"(program arguments go after --: ./lab run {self.num} -- extra)", r.stderr)
+        r = self.lab("bench", "--solution", self.num, "--csv", "--out", "x")
+        self.assertIn(f"./lab bench --solution {self.num} --out x -- --csv)", r.stderr)
+        r = self.lab("run", "extra", self.num)           # the chapter is the mistake there
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no chapter 'extra'", r.stderr)
+        self.assertNotIn("NN", r.stderr)
+
     def test_split_passthrough(self):
         self.assertEqual(run.split_passthrough(["01", "--solution", "--", "--size=64M", "--"]),
                          (["01", "--solution"], ["--size=64M", "--"]))
@@ -321,7 +375,7 @@ class TestChapters(LabTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         for ch in self.copy.chapters:
             self.assertIn(ch.num, r.stdout)
-            self.assertIn(ch.title, r.stdout)
+            self.assertIn(ch.title.split(": ")[0][:40], r.stdout)    # 80 columns: the short titles
         self.assertIn(f"0 of {len(self.copy.chapters)} chapters passed", r.stdout)
         self.assertIn("not started", r.stdout)
         self.assertFalse((self.copy.root / "build").exists(), "the table must not configure")
@@ -342,10 +396,33 @@ class TestChapters(LabTestCase):
                 self.assertIn(text, r.stdout)
                 self.assertIn(f"{passed} of {len(self.copy.chapters)} chapters passed", r.stdout)
 
+    def test_table_fits_80_columns_and_says_no_gpu_once(self):
+        no_gpu_reason = "no CUDA device: no NVIDIA driver (libcuda.so.1 not found)"
+        entries = {ch.name: {"state": "skipped", "reason": f"needs a GPU: {no_gpu_reason}", "compiles": True}
+                   for ch in self.copy.chapters}
+        last = self.copy.chapters[-1].name
+        entries[last]["reason"] += "; the compiled code of step 2 fails its check"
+        self.copy.state.mkdir(exist_ok=True)
+        (self.copy.state / "state.json").write_text(json.dumps({"chapters": entries}))
+        env = dict(self.copy.env(), COLUMNS="80")
+        r = subprocess.run([sys.executable, str(self.copy.root / "lab")], cwd=self.copy.root, env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([l for l in r.stdout.splitlines() if len(l) > 80], [])
+        self.assertEqual(r.stdout.count(no_gpu_reason), 1, r.stdout)
+        self.assertIn(f"no GPU here: {no_gpu_reason}", r.stdout)
+        self.assertIn("skipped: no GPU; step 2's SASS fails", r.stdout)
+        for ch in self.copy.chapters:
+            self.assertIn(f"  {ch.num}  {ch.title.split(': ')[0][:20]}", r.stdout)
+        wide = subprocess.run([sys.executable, str(self.copy.root / "lab")], cwd=self.copy.root,
+                              env=dict(env, COLUMNS="300"), capture_output=True, text=True, timeout=60)
+        for ch in self.copy.chapters:
+            self.assertIn(ch.title, wide.stdout)        # room enough: the whole titles
+
     def test_works_from_any_folder_of_the_checkout(self):
         r = self.lab(cwd=self.copy.first.folder)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn(self.copy.first.title, r.stdout)
+        self.assertIn(self.copy.first.title.split(": ")[0], r.stdout)
 
     def test_next_names_the_first_chapter_not_passed(self):
         r = self.lab("next")
@@ -490,7 +567,7 @@ class TestSassTools(unittest.TestCase):
             old = sys.stderr
             sys.stderr = err
             try:
-                selftest.ensure_sass_tools(tc, Path(d))
+                sass_tools.ensure_sass_tools(tc, Path(d))
             finally:
                 sys.stderr = old
             self.assertEqual(err.getvalue(), "")
@@ -507,7 +584,7 @@ class TestSassTools(unittest.TestCase):
             try:
                 if Path("/usr/local/cuda/bin/cuobjdump").exists() and Path("/usr/local/cuda/bin/nvdisasm").exists():
                     self.skipTest("this machine's toolkit has cuobjdump and nvdisasm")
-                selftest.ensure_sass_tools(tc, Path(d))
+                sass_tools.ensure_sass_tools(tc, Path(d))
             finally:
                 sys.stderr = old
                 if old_env is None:
@@ -516,6 +593,59 @@ class TestSassTools(unittest.TestCase):
                     os.environ["CML_LAB_NO_INSTALL"] = old_env
             self.assertIn("SASS checks will skip", err.getvalue())
             self.assertFalse((Path(d) / ".venv").exists())
+
+    def test_sass_tools_are_found_where_the_sass_checks_look(self):
+        with tempfile.TemporaryDirectory() as d:
+            venv_bin = Path(d) / ".venv" / "lib" / "python3.9" / "site-packages" / "nvidia" / "cu13" / "bin"
+            chosen = Path(d) / "chosen"
+            for folder in (venv_bin, chosen):
+                folder.mkdir(parents=True)
+                for tool in ("cuobjdump", "nvdisasm"):
+                    (folder / tool).write_text("#!/bin/sh\n")
+            env = {"PATH": d}
+            if all((sass_tools.CUDA_DEFAULT_BIN / tool).is_file() for tool in ("cuobjdump", "nvdisasm")):
+                self.skipTest("this machine's toolkit has cuobjdump and nvdisasm: they come before .venv")
+            self.assertEqual(sass_tools.find_sass_tools(env, Path(d)), venv_bin)
+            env["CML_CUOBJDUMP"] = str(chosen / "cuobjdump")
+            self.assertEqual(sass_tools.find_sass_tools(env, Path(d)), chosen)
+            (venv_bin / "nvdisasm").unlink()          # cuobjdump alone cannot disassemble
+            self.assertIsNone(sass_tools.find_sass_tools({"PATH": d}, Path(d)))
+
+    def test_run_check_and_watch_install_what_the_sass_checks_need(self):
+        """The first command a new learner types installs cuobjdump, so the first check checks."""
+        class Installed(Exception):
+            pass
+
+        def ensure(tc, root, why="", note_missing=True):
+            raise Installed(why)
+        copy = LabCopy()
+        self.addCleanup(copy.cleanup)
+        args = type("Args", (), {"chapter": copy.first.num, "solution": False, "verbose": False,
+                                 "program_args": []})()
+        for module, command in ((run, run.cmd_run), (check, check.cmd_check), (watch, watch.cmd_watch)):
+            with self.subTest(command=command.__name__):
+                saved = module.setup, module.ensure_sass_tools
+                module.setup = lambda *a, **kw: toolchain.Toolchain(root=copy.root, env={})
+                module.ensure_sass_tools = ensure
+                try:
+                    with self.assertRaises(Installed):
+                        command(args, copy.root)
+                finally:
+                    module.setup, module.ensure_sass_tools = saved
+                    terminal._progress[0] = "stdout"      # cmd_run sends progress to stderr
+
+    def test_doctor_says_where_the_sass_tools_are_or_how_to_get_them(self):
+        with tempfile.TemporaryDirectory() as d:
+            tc = toolchain.Toolchain(root=Path(d), env={"PATH": d})
+            if sass_tools.find_sass_tools(tc.env, Path(d)) is None:
+                _, out, _ = capture(doctor._profilers, Path(d), tc)
+                self.assertRegex(out, r"cuobjdump, nvdisasm\s+MISSING")
+                self.assertIn("./lab run or ./lab check installs them", out)
+                self.assertIn(sass_tools.INSTALL_COMMAND, out)
+            for tool in ("cuobjdump", "nvdisasm"):
+                (Path(d) / tool).write_text("#!/bin/sh\n")
+            _, out, _ = capture(doctor._profilers, Path(d), tc)
+            self.assertRegex(out, r"cuobjdump, nvdisasm\s+ok\s+in ")
 
 
 class TestParsers(unittest.TestCase):
@@ -688,6 +818,25 @@ class TestWhereTheLearnerIs(LabTestCase):
         finally:
             os.chdir(cwd)
 
+    def test_screen_control_only_on_a_terminal_that_has_it(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+        saved_term, saved_out = os.environ.get("TERM"), sys.stdout
+        try:
+            for term, tty, cleared in (("xterm", True, True), ("dumb", True, False), ("xterm", False, False)):
+                with self.subTest(term=term, tty=tty):
+                    os.environ["TERM"] = term
+                    sys.stdout = Tty() if tty else io.StringIO()
+                    terminal.clear_screen()
+                    self.assertEqual("\033[" in sys.stdout.getvalue(), cleared)
+        finally:
+            sys.stdout = saved_out
+            if saved_term is None:
+                os.environ.pop("TERM", None)
+            else:
+                os.environ["TERM"] = saved_term
+
     def test_a_dumb_terminal_gets_no_colour(self):
         class Tty(io.StringIO):
             def isatty(self):
@@ -739,7 +888,7 @@ class TestLearnerCommands(LabTestCase):
         self.assertNotIn("Traceback", r.stderr)
 
     def test_bad_gpu_arch_is_refused_at_once(self):
-        for bad in ("abc", "8x", "80,", "sm_90", "8.0"):
+        for bad in ("abc", "8x", "80,", "sm_9", "8.0.1", "gfx90a"):
             with self.subTest(value=bad):
                 r = self.lab("setup", f"--gpu-arch={bad}")
                 self.assertEqual(r.returncode, 2)
@@ -753,6 +902,18 @@ class TestLearnerCommands(LabTestCase):
         self.assertEqual(toolchain.parse_gpu_arch("100"), "100")
         with self.assertRaises(ValueError):
             toolchain.parse_gpu_arch("abc")
+        # nvcc's, nvidia-smi's and NVIDIA's tables' spellings (the error message itself says sm_90)
+        for spelled, meant in (("sm_90", "90"), ("sm90", "90"), ("compute_90", "90"), ("9.0", "90"),
+                               ("SM_90a", "90a"), ("8.6, sm_90", "86,90"), ("10.0", "100"), ("90,sm_90", "90")):
+            with self.subTest(value=spelled):
+                self.assertEqual(toolchain.parse_gpu_arch(spelled), meant)
+
+
+def difflib_lines(a: str, b: str) -> list:
+    """The lines that differ between two texts (each with its + or -)."""
+    import difflib
+    return [l for l in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+            if l[:1] in "+-" and not l.startswith(("+++", "---"))]
 
 
 class TestDiffSteps(LabTestCase):
@@ -797,6 +958,7 @@ void copy(int* d, const int* h) { copy_bytes(d, h); }
         super().setUp()
         self.copy.first.exercise.write_text(self.STARTER)
         self.copy.first.solution.write_text(self.SOLUTION)
+        self.copy.first.readme.write_text(TestSteps.README)
 
     def test_steps_of_the_exercise(self):
         self.assertEqual(source.functions_by_step(self.STARTER), {1: ["allocate", "release"], 2: ["copy"]})
@@ -814,6 +976,58 @@ void copy(int* d, const int* h) { copy_bytes(d, h); }
         r = self.lab("diff", self.num, "--step", "7")
         self.assertEqual(r.returncode, 2)
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("has no step 7 (steps: 1, 2)", r.stderr)
+
+    def test_diff_step_follows_the_readme_table_not_the_todo_comments(self):
+        """Learners edit and delete TODO comments: a step's functions come from the README."""
+        before = {k: self.lab("diff", self.num, "--step", k).stdout for k in ("1", "2")}
+        edited = self.STARTER.replace("// TODO(1): allocate pinned memory\n", "")
+        edited = edited.replace("// TODO(2): copy it; TODO(1) is done above (a mention)", "// my own words")
+        self.copy.first.exercise.write_text(edited)
+        r = self.lab("diff", self.num, "--step", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("step 1: allocate, release", r.stdout)
+        self.assertIn("cudaMallocHost", r.stdout)
+        self.assertNotIn("copy_bytes", r.stdout)
+        r = self.lab("diff", self.num, "--step", "2")
+        self.assertIn("step 2: copy", r.stdout)
+        self.assertIn("+void copy(int* d, const int* h) { copy_bytes(d, h); }", r.stdout)
+        # Only the comments' own lines differ from the diff with the TODO comments there.
+        for k, text in (("1", self.lab("diff", self.num, "--step", "1").stdout),
+                        ("2", r.stdout)):
+            changed = [l for l in difflib_lines(before[k], text)
+                       if not any(w in l for w in ("TODO", "my own words", "@@"))]
+            self.assertEqual(changed, [], k)
+
+    def test_a_step_takes_what_only_its_functions_use(self):
+        text = """constexpr int kRun = 32;
+constexpr int kShared = 4;
+__device__ int helper(int x) { return x * kRun; }
+void allocate() { helper(kShared); }
+void release() {}
+void copy() { int y = kShared; }
+"""
+        items = source.top_level_items(text)
+        chosen = source.step_definitions(items, ["allocate", "release"], {"copy"})
+        self.assertEqual([i.name for i in chosen], ["kRun", "helper", "allocate", "release"])
+        self.assertEqual([i.name for i in source.step_definitions(items, ["copy"], {"allocate", "release"})],
+                         ["copy"])
+
+    def test_a_step_whose_functions_are_gone_shows_the_solutions(self):
+        self.copy.first.exercise.write_text("// all deleted\n")
+        r = self.lab("diff", self.num, "--step", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("none of its functions", r.stdout)
+        self.assertIn("+void release(void* p) { CUDA_CHECK(cudaFreeHost(p)); }", r.stdout)
+
+    def test_without_a_step_table_the_todo_marks_are_the_steps(self):
+        self.copy.first.readme.write_text("# a chapter being written\n")
+        r = self.lab("diff", self.num, "--step", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("step 2: copy", r.stdout)
+        r = self.lab("diff", self.num, "--step", "7")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("has no TODO(7)", r.stderr)
 
     def test_diff_warns_that_it_spoils(self):
         r = self.lab("diff", self.num)
@@ -961,6 +1175,18 @@ class TestLinkAndMacroErrors(unittest.TestCase):
         self.assertEqual(len(lines), 1)
         self.assertIn("the free_pinned at exercise.cu:3 has another signature; make it match transfers.cuh", lines[0])
 
+    def test_link_errors_write_the_types_as_the_learner_wrote_them(self):
+        self.ch.exercise.write_text("namespace ch01 {\n\nvoid free_pinned(int* p, cudaStream_t s) {}\n}\n")
+        out = self.LINK.format(sym="ch01::free_pinned(void const*, CUstream_st*, CUevent_st**)")
+        err = build.BuildFailed("test_ch01_learner", out, self.root / "build.log")
+        _, shown, _ = capture(diagnostics.report_build_failure, err, self.ch)
+        self.assertIn("`ch01::free_pinned(const void*, cudaStream_t, cudaEvent_t*)`", shown)
+        self.assertNotIn("CUstream_st", shown)
+        self.assertEqual(diagnostics.as_the_learner_wrote(
+            "f(cudaError, CUtensorMap_st const&, std::__cxx11::basic_string<char, std::char_traits<char>, "
+            "std::allocator<char> > const&, cudaErrorInvalidValue)"),
+            "f(cudaError_t, const CUtensorMap&, const std::string&, cudaErrorInvalidValue)")
+
     def test_other_link_errors_are_left_to_the_linker_lines(self):
         out = self.LINK.format(sym="cml::something_else()")
         self.assertEqual(diagnostics.explain_missing_functions(out, self.ch), [])
@@ -979,6 +1205,38 @@ class TestLinkAndMacroErrors(unittest.TestCase):
         self.assertEqual(lines[1], '    CUDA_CHECK(cudaHostRegister(p, n, "x"));')
         self.assertEqual(lines[2].index("^"), lines[1].index('"x"'))
         self.assertFalse(any("check_cuda" in l for l in lines))
+
+    SORT_SOURCE = "#include <algorithm>\n#include <map>\nvoid f() {\n  std::map<int, int> order;\n" \
+                  "  std::sort(order.begin(), order.end());\n}\n"
+
+    def test_an_error_inside_a_system_header_is_shown_at_the_learners_call(self):
+        rel = "chapters/09_sgemm/exercise.cu"
+        (self.root / "chapters" / "09_sgemm").mkdir(parents=True)
+        (self.root / rel).write_text(self.SORT_SOURCE)
+        lines = diagnostics.extract_compile_errors(NVCC_SORT_OUTPUT, rel, root=self.root)
+        self.assertEqual(lines, [
+            f'{rel}:5: error: no operator "-" matches these operands',
+            "    (inside std::sort, which this line calls: /usr/include/c++/12/bits/stl_algo.h:1938; "
+            "1 more error there)",
+            "    operand types are: std::_Rb_tree_iterator<std::pair<const int, int>> - "
+            "std::_Rb_tree_iterator<std::pair<const int, int>>",
+            "    std::sort(order.begin(), order.end());",
+            "         ^"])
+        lines = diagnostics.extract_compile_errors(GCC_SORT_OUTPUT, rel, root=self.root)
+        self.assertEqual(lines[0], f"{rel}:5: error: no match for \u2018operator-\u2019 (operand types are "
+                                   "\u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019 and "
+                                   "\u2018std::_Rb_tree_iterator<std::pair<const int, int> >\u2019)")
+        self.assertEqual(lines[1:], ["    (inside std::sort, which this line calls: /usr/include/c++/12/bits/stl_algo.h:1938)",
+                                     "    std::sort(order.begin(), order.end());", "         ^"])
+
+    def test_function_names_of_signatures(self):
+        for signature, name in (('void std::sort(_RAIter, _RAIter) [with _RAIter=int*]', "std::sort"),
+                                ("\u2018void std::vector<_Tp, _Alloc>::push_back(const value_type&) [with _Tp = int]\u2019",
+                                 "std::vector<_Tp, _Alloc>::push_back"),
+                                ("bool std::operator<(const pair<A, B>&, const pair<A, B>&)", "std::operator<"),
+                                ("ch09::run<T>(T)", "ch09::run<T>")):
+            with self.subTest(signature=signature):
+                self.assertEqual(diagnostics.function_of_signature(signature), name)
 
     def test_gcc_error_in_a_macros_definition_moves_to_the_learners_line(self):
         self.ch.exercise.write_text("void f(void* p) {\n\n  CUDA_CHECK(p);\n}\n")
@@ -1083,11 +1341,167 @@ class TestCheckWithoutGpu(LabTestCase):
         self.assertIn("0 LDG.E.128 instruction(s)", out)
         self.assertIn(f"hint: ./lab hint {self.num} --step 2", out)
 
+    def test_a_kernels_step_comes_from_the_readme_not_the_todo_comments(self):
+        self.register_sass_check(1, "copy_kernel: 0 LDG.E.128 instruction(s)")
+        for edit in ("// TODO(2): copy it; TODO(1) is done above (a mention)\n", "// TODO(1): allocate pinned memory\n"):
+            text = self.copy.first.exercise.read_text()
+            self.copy.first.exercise.write_text(text.replace(edit, ""))
+            rc, out, _ = self.check()
+            self.assertEqual(rc, 1)
+            self.assertIn("first failure found here: copy_kernel's SASS has LDG.E.128 (step 2)", out)
+            self.assertNotIn("SASS: copy_kernel", out)
+
+    def test_kernel_steps_by_name_by_launcher_then_by_the_solutions_launches(self):
+        ch = self.copy.first
+        ch.readme.write_text(TestSteps.README.replace("`copy`", "`copy`, `odd_name_kernel`"))
+        ch.solution.write_text("__global__ void fill_rows(int* d) {}\n"
+                               "void allocate(std::size_t n) { fill_rows<<<1, 1>>>(nullptr); }\n")
+        step_of = no_gpu.kernel_steps(ch)
+        self.assertEqual([step_of(k) for k in ("odd_name_kernel", "copy_kernel", "release_kernel<", "fill_rows",
+                                                "unknown_kernel")], [2, 2, 1, 1, None])
+        ch.readme.write_text("# no table yet\n")       # then, and only then, the TODO marks
+        self.assertEqual(no_gpu.kernel_steps(ch)("copy_kernel"), 2)
+
     def test_without_cuobjdump_the_sass_check_skips_with_its_reason(self):
         self.register_sass_check(77, "SKIP: cuobjdump not found")
         rc, out, _ = self.check()
         self.assertEqual(rc, 77)
         self.assertIn("cuobjdump not found", out)
+
+
+class TestVirtualEnvironment(unittest.TestCase):
+    """Ctrl-C while the first ./lab run creates .venv must not leave one without pip, and a
+    .venv left so by an older lab (or a failed ensurepip) is made again, not a dead end."""
+
+    def setUp(self):
+        self.root = Path(tempfile.mkdtemp(prefix="cml-venv-"))
+        self.addCleanup(shutil.rmtree, self.root, True)
+        self.venv = self.root / ".venv"
+
+    def test_a_venv_without_pip_or_python_is_broken(self):
+        self.assertEqual(toolchain.venv_problem(self.venv), "")           # none yet: nothing wrong
+        (self.venv / "bin").mkdir(parents=True)
+        self.assertIn("no python", toolchain.venv_problem(self.venv))      # interrupted early
+        shutil.rmtree(self.venv)
+        r = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(self.venv)], capture_output=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("No module named pip", toolchain.venv_problem(self.venv))
+
+    def fake_venv(self, venv: Path) -> None:
+        """A venv whose python accepts anything (pip install included), made in no time."""
+        (venv / "bin").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "bin" / "python").write_text("#!/bin/sh\nexit 0\n")
+        (venv / "bin" / "python").chmod(0o755)
+
+    def test_a_broken_venv_is_made_again_before_installing(self):
+        (self.venv / "bin").mkdir(parents=True)
+        (self.venv / "bin" / "python3").write_text("")            # half-made: no bin/python
+        saved = toolchain.create_venv
+        made = []
+        toolchain.create_venv = lambda venv: (made.append(venv), self.fake_venv(venv))
+        try:
+            _, out, _ = capture(toolchain.pip_install, self.root, ["meson"], "test")
+        finally:
+            toolchain.create_venv = saved
+        self.assertEqual(made, [self.venv])
+        self.assertIn(".venv is broken (it has no python: its creation was interrupted): making it again", out)
+        self.assertFalse((self.venv / "bin" / "python3").exists())
+
+    def test_an_interrupted_or_failed_creation_leaves_no_venv(self):
+        saved = toolchain.run_quiet
+
+        def interrupted(cmd, *a, **kw):
+            (self.venv / "bin").mkdir(parents=True)
+            raise KeyboardInterrupt
+
+        def failed(cmd, *a, **kw):
+            (self.venv / "bin").mkdir(parents=True)
+            return 1, "ensurepip is not available"
+        try:
+            toolchain.run_quiet = interrupted
+            with self.assertRaises(KeyboardInterrupt):
+                toolchain.create_venv(self.venv)
+            self.assertFalse(self.venv.exists())
+            toolchain.run_quiet = failed
+            with self.assertRaises(core.LabError) as e:
+                toolchain.create_venv(self.venv)
+            self.assertIn("install python3-venv", str(e.exception))
+            self.assertFalse(self.venv.exists())
+        finally:
+            toolchain.run_quiet = saved
+
+    def test_a_linked_venv_is_not_removed_but_the_fix_is_named(self):
+        target = self.root / "elsewhere"
+        target.mkdir()
+        self.venv.symlink_to(target)
+        with self.assertRaises(core.LabError) as e:
+            capture(toolchain.pip_install, self.root, ["meson"], "test")
+        self.assertIn("rm -rf .venv", str(e.exception))
+        self.assertTrue(target.is_dir())
+
+
+class TestOutputThatCannotBeWritten(LabTestCase):
+    """A user's input or terminal never ends in a traceback: one line and the course's code."""
+
+    def popen_lab(self, *args, env=None, **kw):
+        return subprocess.run([sys.executable, str(self.copy.root / "lab"), *args], cwd=self.copy.root,
+                              env=env or self.copy.env(), stderr=subprocess.PIPE, text=True, timeout=60, **kw)
+
+    def assert_one_line(self, r, code, words):
+        self.assertEqual(r.returncode, code, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(words, r.stderr)
+
+    def test_a_closed_stdout_is_one_line_and_exit_2(self):
+        for args in ((), ("list",), ("hint", self.num), ("help",)):
+            with self.subTest(args=args):
+                r = self.popen_lab(*args, preexec_fn=lambda: os.close(1))
+                self.assert_one_line(r, 2, "standard output is closed")
+
+    def test_a_closed_pipe_ends_quietly(self):
+        for args in (("list",), ("hint", self.num, "--all"), ("diff", self.num, "--yes")):
+            with self.subTest(args=args):
+                read_end, write_end = os.pipe()
+                os.close(read_end)                       # `| head -1` that has already gone
+                try:
+                    r = self.popen_lab(*args, stdout=write_end)
+                finally:
+                    os.close(write_end)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
+                self.assertNotIn("Exception ignored", r.stderr)
+
+    def test_an_encoding_that_cannot_print_a_character_prints_a_replacement(self):
+        r = self.popen_lab("hint", self.num, env=dict(self.copy.env(), PYTHONIOENCODING="ascii"),
+                           stdout=subprocess.PIPE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("hint 1 of 3: Step 1 ? pinned memory: where to start", r.stdout)
+        r = self.popen_lab("hint", "\u00b2", env=dict(self.copy.env(), PYTHONIOENCODING="ascii"))
+        self.assert_one_line(r, 2, "no chapter '?'")
+
+    def test_a_chapter_of_non_ascii_digits_is_no_chapter(self):
+        for spec in ("\u00b2", "ch\u00b2", "\u0661"):
+            with self.subTest(spec=spec):
+                self.assert_one_line(self.popen_lab("hint", spec), 2, f"no chapter '{spec}'")
+
+    def test_bench_out_that_is_a_file_or_cannot_be_made_is_a_usage_error(self):
+        r = self.popen_lab("bench", self.num, "--out", "chapters.txt")
+        self.assert_one_line(r, 2, "--out chapters.txt is a file, not a folder")
+        self.assertFalse((self.copy.root / "build").exists(), "refused before building")
+        saved = bench.setup, bench.build_target
+        bench.setup = lambda *a, **kw: toolchain.Toolchain(root=self.copy.root, env=dict(os.environ))
+        bench.build_target = lambda *a, **kw: Path("/bin/true")
+        try:
+            args = type("Args", (), {"chapter": self.num, "solution": False, "plot_only": False,
+                                     "out": str(self.copy.root / "chapters.txt" / "sub"), "program_args": []})()
+            with self.assertRaises(core.LabError) as e:
+                capture(bench.cmd_bench, args, self.copy.root)
+        finally:
+            bench.setup, bench.build_target = saved
+        self.assertEqual(e.exception.code, 2)
+        self.assertIn("cannot create the folder", str(e.exception))
 
 
 class TestWatch(unittest.TestCase):
@@ -1110,8 +1524,9 @@ class TestWatch(unittest.TestCase):
     def test_watch_exits_0_on_ctrl_c(self):
         copy = LabCopy()
         self.addCleanup(copy.cleanup)
-        saved = watch.setup, watch.watch_loop
+        saved = watch.setup, watch.watch_loop, watch.ensure_sass_tools
         watch.setup = lambda *a, **kw: None
+        watch.ensure_sass_tools = lambda *a, **kw: None
 
         def interrupted(*a, **kw):
             raise KeyboardInterrupt
@@ -1120,7 +1535,7 @@ class TestWatch(unittest.TestCase):
             args = type("Args", (), {"chapter": copy.first.num})()
             rc, out, _ = capture(watch.cmd_watch, args, copy.root)
         finally:
-            watch.setup, watch.watch_loop = saved
+            watch.setup, watch.watch_loop, watch.ensure_sass_tools = saved
         self.assertEqual(rc, 0)
         self.assertIn("stopped watching", out)
 

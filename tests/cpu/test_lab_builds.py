@@ -3,7 +3,8 @@
 mistake is written into a scratch copy of the checkout's chapter 05 (never the learner's
 file), built with nvcc, and what lab prints and exits is asserted: a device function and a
 host function declared but never defined, a wrong signature, a call that matches no
-overload, a deleted exercise.cu, and a check with step 1 done (later steps' compiled code
+overload, an error inside a system header's template (shown at the learner's call), a
+deleted exercise.cu, and a check with step 1 done (later steps' compiled code
 failing, the steps between not checkable without a GPU). And: a check of chapter 08 runs
 cuobjdump at most once per binary (a wrapper on PATH counts the calls).
 
@@ -129,7 +130,7 @@ class LabOnRealBuilds(unittest.TestCase):
         self.assertNotIn("first failure: ", r.stdout)
         table = self.lab().stdout
         self.assertNotIn("failing at step 4", table)
-        self.assertIn("skipped: needs a GPU", table)
+        self.assertIn("skipped: no GPU; step 4's SASS fails", table)
 
     # ---- build and link failures ---------------------------------------------------------------
 
@@ -182,6 +183,19 @@ class LabOnRealBuilds(unittest.TestCase):
         self.assertIn(f"{CH05}:", out)
         self.assertIn("argument types are: (int, unsigned int)", out)
         self.assertIn("std::max(rows, 2u)", out)
+
+    def test_an_error_inside_a_system_header_is_shown_at_the_learners_call(self):
+        self.write("  if (rows <= 0 || cols <= 0) return;\n  transpose_tiled_kernel",
+                   "  if (rows <= 0 || cols <= 0) return;\n  std::map<int, int> order;\n"
+                   "  std::sort(order.begin(), order.end());\n  transpose_tiled_kernel")
+        self.write_more('#include "cml/errors.hpp"', '#include "cml/errors.hpp"\n\n#include <algorithm>\n#include <map>')
+        out = self.failed_build("check", "05")
+        line = next(i for i, l in enumerate((self.root / CH05).read_text().splitlines(), 1) if "std::sort" in l)
+        self.assertIn(f"your {CH05} does not compile:", out)
+        self.assertIn(f"{CH05}:{line}: error: ", out)
+        self.assertRegex(out, r"\(inside std::sort, which this line calls: \S*stl_algo.h:\d+")
+        self.assertIn("std::sort(order.begin(), order.end());", out)
+        self.assertLess(len(out.splitlines()), 12, out)
 
     def test_a_deleted_exercise_is_one_line_with_the_reset_command(self):
         path = self.root / CH05
