@@ -807,7 +807,8 @@ void launch_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, View c, int 
                              stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
 }
 
-// Whether a block of this GPU may have the shared memory of `stages` stages.
+// Whether a block of this GPU may have the shared memory of `stages` stages (read at each
+// call, like the device: an attribute costs far less than a launch).
 bool tma_stages_fit(int stages) {
   int device = 0, bytes = 0;
   CUDA_CHECK(cudaGetDevice(&device));
