@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from .build import BuildFailed, build_targets, meson_tests
 from .chapters import Chapter
 from .processes import run_quiet
-from .readme import read_text, readme_steps, step_goals, step_naming
-from .source import step_items, top_level_items
+from .readme import step_goals
+from .source import step_items
+from .steps import kernel_steps, read_source
 from .terminal import paint, progress
 from .toolchain import Toolchain
 
@@ -71,36 +72,6 @@ def _suites(test: dict) -> set:
     return {s.split(":", 1)[-1] for s in test.get("suite", [])}
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def kernel_steps(ch: Chapter) -> Callable[[str], Optional[int]]:
-    """kernel -> its step, from the README's step table (the reference, which the learner
-    does not edit): the row naming the kernel or its launcher, else the row naming a
-    function whose definition in the solution launches it. The learner's TODO(K) comments,
-    which they edit and delete, count only where the table says nothing (a chapter being
-    written, with no table yet)."""
-    rows = readme_steps(read_text(ch.readme))
-    launchers = [i for i in top_level_items(_read(ch.solution)) if i.is_function]
-    marked = {i.name: min(i.steps) for i in step_items(_read(ch.exercise)) if i.steps}
-
-    def step_of(kernel: str) -> Optional[int]:
-        name = kernel.rstrip("<")
-        named = step_naming(rows, name)
-        if named is not None:
-            return named
-        users = [step_naming(rows, i.name) for i in launchers if i.name != name and name in i.identifiers()]
-        users = [k for k in users if k is not None]
-        if users:
-            return min(users)
-        return None if rows else marked.get(name)
-    return step_of
-
-
 def learner_sass_checks(ch: Chapter, build: Path) -> list[SassCheck]:
     """The chapter's SASS checks of the learner's program, as Meson registered them, each
     with the step its kernel belongs to (kernel_steps)."""
@@ -120,7 +91,7 @@ def chapter_steps(ch: Chapter) -> list[int]:
     goals = step_goals(ch)
     if goals:
         return sorted(goals)
-    return sorted({k for i in step_items(_read(ch.exercise)) for k in i.steps})
+    return sorted({k for i in step_items(read_source(ch.exercise)) for k in i.steps})
 
 
 def check_without_gpu(ch: Chapter, tc: Toolchain, reason: str) -> NoGpuResult:

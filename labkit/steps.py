@@ -1,17 +1,19 @@
 """A chapter's steps, written once: the README's step table (step K, its goal, its
 functions) is the reference; the exercise's `TODO(K):` marks, the hints' `## Step K`
-headings and the tests' `[stepK]` tags must agree with it, and the speed bars it names
-(`kName` = value) with the tests' constants. The table itself is read by readme.py;
+headings, the tests' `[stepK]` tags and the steps of meson.build's SASS checks must agree
+with it, and the speed bars it names (`kName` = value) with the tests' constants. The table itself is read by readme.py;
 tests/cpu/check_steps.py fails when they disagree."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Callable, Optional
 
 from .chapters import Chapter
 from .hints import parse_hints
-from .readme import read_text, readme_steps
-from .source import functions_by_step
+from .readme import read_text, readme_steps, step_naming
+from .source import functions_by_step, step_items, top_level_items
 
 _TEST_TAG = re.compile(r"\[step(\d+)\]")
 # A speed bar is a named constant of the chapter's tests; the README names it with its value,
@@ -85,6 +87,58 @@ def _names(steps) -> str:
     return ", ".join(str(k) for k in sorted(steps)) or "none"
 
 
+def read_source(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def kernel_steps(ch: Chapter) -> Callable[[str], Optional[int]]:
+    """kernel -> its step, from the README's step table (the reference, which the learner
+    does not edit): the row naming the kernel or its launcher, else the row naming a
+    function whose definition in the solution launches it. The learner's TODO(K) comments,
+    which they edit and delete, count only where the table says nothing (a chapter being
+    written, with no table yet)."""
+    rows = readme_steps(read_text(ch.readme))
+    launchers = [i for i in top_level_items(read_source(ch.solution)) if i.is_function]
+    marked = {i.name: min(i.steps) for i in step_items(read_source(ch.exercise)) if i.steps}
+
+    def step_of(kernel: str) -> Optional[int]:
+        name = kernel.rstrip("<")
+        named = step_naming(rows, name)
+        if named is not None:
+            return named
+        users = [step_naming(rows, i.name) for i in launchers if i.name != name and name in i.identifiers()]
+        users = [k for k in users if k is not None]
+        if users:
+            return min(users)
+        return None if rows else marked.get(name)
+    return step_of
+
+
+# A SASS check of a chapter's meson.build: {'kernel': 'K', ... 'step': N, ...} (one line or several).
+_SASS_CHECK = re.compile(r"\{'kernel': '(?P<kernel>[^']+)'(?P<rest>[^}]*)\}")
+_SASS_STEP = re.compile(r"'step': (\d+)")
+
+
+def sass_check_disagreements(ch: Chapter) -> list[str]:
+    """Each SASS check of the chapter's meson.build names its step ('step': K: ./lab check
+    reads it in the check's name, and sass_check skips the check where needs.txt says the
+    step cannot run); that step must be the one the README's table gives its kernel."""
+    step_of = kernel_steps(ch)
+    problems = []
+    for m in _SASS_CHECK.finditer(read_text(ch.folder / "meson.build")):
+        kernel, said = m.group("kernel"), _SASS_STEP.search(m.group("rest"))
+        table = step_of(kernel)
+        if said is None:
+            problems.append(f"meson.build's SASS check of {kernel} names no step ('step': {table or 'K'})")
+        elif table is not None and int(said.group(1)) != table:
+            problems.append(f"meson.build's SASS check of {kernel} says step {said.group(1)}; "
+                            f"README's step table gives {kernel} to step {table}")
+    return problems
+
+
 def disagreements(ch: Chapter) -> list[str]:
     """Where the README's step table, the exercise's TODO(K) marks, the hints and the tests'
     [stepK] tags disagree, one sentence each ([] when they agree)."""
@@ -109,5 +163,5 @@ def disagreements(ch: Chapter) -> list[str]:
             problems.append(f"README's step {k} lists functions {', '.join(row.functions) or 'none'}; "
                             f"exercise.cu's TODO({k}) marks {', '.join(marked)}")
     tests = read_text(ch.tests)
-    return (problems + bar_disagreements(read_text(ch.readme), tests, ch.tests.name)
+    return (problems + sass_check_disagreements(ch) + bar_disagreements(read_text(ch.readme), tests, ch.tests.name)
             + bar_disagreements(read_text(ch.docs), tests, ch.tests.name, f"docs/{ch.docs.name}"))

@@ -138,7 +138,8 @@ void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // refilled only after every thread has finished reading it; the copies cannot transpose,
 // so A's tile arrives as rows of A — arrange the reads so the fragment loads stay 16 bytes
 // wide and free of bank conflicts; more than 48 KiB of dynamic shared memory per block
-// must be asked for.
+// must be asked for; the file still builds for a GPU without cp.async (the build targets
+// yours: a T4 runs steps 1-3).
 __global__ void sgemm_pipelined_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                                        float* __restrict__ c, int ldc, int m, int n, int k) {
   gemm_naive_body(a, lda, b, ldb, c, ldc, m, n, k);
@@ -164,7 +165,9 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // the whole box's bytes; no wait may hang for ever in silence — give up after a while and
 // say which barrier of which stage; the fragment loads free of bank conflicts (what the
 // engine writes can be laid out for that); nothing in local memory, as in step 3 (no
-// LDL/STL in the SASS, the give-up path included). Keep the compute-capability check below.
+// LDL/STL in the SASS, the give-up path included); the file still builds for a GPU without
+// TMA, and the stages fit the shared memory a block of this GPU may have. Keep the
+// compute-capability check below.
 __global__ void sgemm_tma_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                                  float* __restrict__ c, int ldc, int m, int n, int k) {
   gemm_naive_body(a, lda, b, ldb, c, ldc, m, n, k);

@@ -21,6 +21,7 @@
 #include "cml/sass.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {

@@ -807,8 +807,9 @@ void launch_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, View c, int 
                              stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
 }
 
-// Whether a block of this GPU may have the shared memory of `stages` stages (read at each
-// call, like the device: an attribute costs far less than a launch).
+// Whether a block of this GPU may have the shared memory of `stages` stages: one attribute,
+// read at each call (not the device's whole properties, which the host cannot afford per
+// launch: chapters/09_sgemm/provided.cu, require_tma).
 bool tma_stages_fit(int stages) {
   int device = 0, bytes = 0;
   CUDA_CHECK(cudaGetDevice(&device));

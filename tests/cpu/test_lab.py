@@ -1084,6 +1084,17 @@ More text.
     def test_agreeing_chapter_has_no_disagreement(self):
         self.assertEqual(steps.disagreements(self.make_chapter()), [])
 
+    def test_a_sass_checks_step_must_be_the_one_the_readme_gives_its_kernel(self):
+        ch = self.make_chapter()
+        build = "ch_sass_checks = [{'kernel': 'copy_kernel', 'has': 'LDG.E.128', 'step': %s},\n" \
+                "                  {'kernel': 'allocate_kernel', 'lacks': 'STL'%s}]\n"
+        (ch.folder / "meson.build").write_text(build % (2, ", 'step': 1"))
+        self.assertEqual(steps.sass_check_disagreements(ch), [])
+        (ch.folder / "meson.build").write_text(build % (1, ""))
+        self.assertEqual(steps.sass_check_disagreements(ch), [
+            "meson.build's SASS check of copy_kernel says step 1; README's step table gives copy_kernel to step 2",
+            "meson.build's SASS check of allocate_kernel names no step ('step': 1)"])
+
     def test_each_disagreement_is_named(self):
         cases = [
             (dict(tags=(1, 2, 3)), "[stepK] tags name steps 1, 2, 3"),
@@ -1356,11 +1367,11 @@ class TestCheckWithoutGpu(LabTestCase):
         ch.readme.write_text(TestSteps.README.replace("`copy`", "`copy`, `odd_name_kernel`"))
         ch.solution.write_text("__global__ void fill_rows(int* d) {}\n"
                                "void allocate(std::size_t n) { fill_rows<<<1, 1>>>(nullptr); }\n")
-        step_of = no_gpu.kernel_steps(ch)
+        step_of = steps.kernel_steps(ch)
         self.assertEqual([step_of(k) for k in ("odd_name_kernel", "copy_kernel", "release_kernel<", "fill_rows",
                                                 "unknown_kernel")], [2, 2, 1, 1, None])
         ch.readme.write_text("# no table yet\n")       # then, and only then, the TODO marks
-        self.assertEqual(no_gpu.kernel_steps(ch)("copy_kernel"), 2)
+        self.assertEqual(steps.kernel_steps(ch)("copy_kernel"), 2)
 
     def test_without_cuobjdump_the_sass_check_skips_with_its_reason(self):
         self.register_sass_check(77, "SKIP: cuobjdump not found")
