@@ -23,10 +23,12 @@
 #include "cml/api_trace.hpp"
 #include "cml/buffers.hpp"
 #include "cml/stream.hpp"
+#include "cml/table.hpp"
 #include "cml/timing.hpp"
 #include "cml/trace.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -41,14 +43,19 @@ using cml::trace::MemoryKind;
 
 namespace {
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars sit mid-gap between the slowest correct answer and the fastest taught
 // mistake, five runs each (build/tests/test_ch01_solution "[.measure]"); speed-ups spread
 // over a wide range, so "mid" is the geometric middle of the two sides. The measurements
 // behind them: docs/01_transfers.md, "Speed bars: the measurements behind them".
-// 64 MiB host-to-device, pageable time over the learner's buffer's time: page-locked memory
-// against pageable memory (the mistake, 1.0 by construction); the solution's slowest run on
-// the H100 gave 6.48x.
-constexpr double kPinnedBar = 2.6;
+// 64 MiB host-to-device, pageable time over the learner's buffer's time. What pinning buys
+// depends on the machine (the link against the host's own copy into the driver's staging:
+// 6.5-7x on the H100's PCIe 5 host; a PCIe 3 host may show under 2x), so the bar is the
+// geometric middle of this machine's own gap, measured in the same run: pageable memory
+// (the mistake, 1.0 by construction) against a cudaMallocHost buffer (the ceiling).
+// Where that gap is under kMinPinnedGap, speed cannot tell the two apart: the test says so
+// and leaves pinning to the mechanism test.
+constexpr double kMinPinnedGap = 1.3;
 // 1024 x 4 KiB, one cudaMemcpy per piece over send_batched: the slowest correct send (one
 // thread packs, one copy) against the fastest taught mistake (one cudaMemcpyAsync per
 // piece), which gave at most 3.71x on the H100.
@@ -382,19 +389,30 @@ TEST_CASE("step 1: copies from pinned memory are faster than from pageable memor
   const std::size_t n = 64u << 20;
   Pinned pinned(n);
   std::unique_ptr<std::byte[]> pageable(new std::byte[n]);
+  cml::PinnedBuffer<std::byte> reference(n);  // the ceiling: page-locked by the runtime itself
   std::memset(pageable.get(), 1, n);
   std::memset(pinned.p, 1, n);
+  std::memset(reference.data(), 1, n);
   cml::DeviceBuffer<std::byte> device(n);
   cml::Stream stream;
-  const auto stats = cml::time_interleaved(
-      {[&](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(device.data(), pinned.p, n, cudaMemcpyHostToDevice, s)); },
-       [&](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(device.data(), pageable.get(), n, cudaMemcpyHostToDevice, s)); }},
-      stream, {2, 10});
+  const auto copy_from = [&](const std::byte* src) {
+    return [&, src](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(device.data(), src, n, cudaMemcpyHostToDevice, s)); };
+  };
+  const auto stats =
+      cml::time_interleaved({copy_from(pinned.p), copy_from(pageable.get()), copy_from(reference.data())}, stream, {2, 10});
   const double speedup = stats[1].median_ms / stats[0].median_ms;
+  const double gap = stats[1].median_ms / stats[2].median_ms;  // what pinning buys on this machine
+  const double bar = std::sqrt(gap);
   INFO("64 MiB host-to-device: allocate_pinned's buffer " << cml::gbps(n, stats[0].median_ms) << " GB/s, pageable "
-       << cml::gbps(n, stats[1].median_ms) << " GB/s; pageable time / pinned time " << cml::ratio_text(stats[1], stats[0])
-       << "; want at least " << kPinnedBar << ": allocate page-locked memory (step 1)");
-  CHECK(speedup >= kPinnedBar);
+       << cml::gbps(n, stats[1].median_ms) << " GB/s, a cudaMallocHost buffer " << cml::gbps(n, stats[2].median_ms)
+       << " GB/s; pageable time / yours " << cml::ratio_text(stats[1], stats[0]) << "; want at least "
+       << cml::fixed(bar, 2) << " (the geometric middle of this machine's gap, " << cml::fixed(gap, 2)
+       << "): allocate page-locked memory (step 1)");
+  if (gap < kMinPinnedGap)
+    CML_SKIP("on this machine pinned memory copies only " + cml::fixed(gap, 2) +
+             "x as fast as pageable memory (the link is not much faster than the host's own copy): too narrow a gap "
+             "for speed to tell them apart; the mechanism test checks that the buffer is pinned");
+  CHECK(speedup >= bar);
 }
 
 // ---- Step 2 ------------------------------------------------------------------------------

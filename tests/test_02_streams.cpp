@@ -51,6 +51,7 @@ namespace {
 using ch02::HostInts;
 using ch02::Streams;
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars sit mid-gap between the slowest correct plan and the fastest taught
 // mistake, five runs each (build/tests/test_ch02_solution "[.measure]"). The measurements
 // behind them: docs/02_streams.md, "Speed bars: the measurements behind them".

@@ -44,6 +44,7 @@
 
 namespace {
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // ---- Bars ----------------------------------------------------------------------------------
 // Each bar sits mid-gap between the solution and the fastest taught mistake it is there to
 // catch (the geometric middle where the sides are far apart), five runs of each side with

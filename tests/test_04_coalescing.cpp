@@ -42,6 +42,7 @@
 
 namespace {
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // ---- Bars ----------------------------------------------------------------------------------
 // Each bar sits mid-gap between the slowest correct answer and the fastest taught mistake,
 // five runs of each side: build/tests/test_ch04_solution "[.measure]" for the solution, and

@@ -285,6 +285,7 @@ void check_transpose_speed(TransposeFn fn, const char* name, TransposeFn baselin
                        std::string(": ") + advice);
 }
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars, as ratios to a copy of the same bytes timed interleaved in the same
 // process. Each sits between the slowest correct solution and the fastest mistake the step
 // teaches, at 8192^2 (the measurements, both GPUs: docs/05_shared_memory.md, "Speed bars:

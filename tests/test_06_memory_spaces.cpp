@@ -48,6 +48,7 @@ CML_INTEGRITY_CASE(06, "06_memory_spaces")
 
 namespace {
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars sit in the middle of the gap between the solution and the fastest mistake
 // the step teaches, geometric because the gaps are wide; both sides, five runs each, and the
 // mutants' side: docs/06_memory_spaces.md, "Speed bars".

@@ -160,6 +160,7 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
 
 // ---- Speed ------------------------------------------------------------------------------
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars, each a ratio to a kernel timed interleaved in the same process, at 2
 // blocks per SM and no compute (copy-bound, occupancy limited: where the lesson shows).
 // Each sits between the slowest correct figure and the fastest mistake of the H100 and the

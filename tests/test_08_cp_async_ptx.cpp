@@ -473,6 +473,7 @@ void check_pipeline_speed(const char* name, const Timed& fn, const char* base_na
                        base_name, then + " (" + step + "; ./lab hint 08)");
 }
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars: each a ratio to a kernel timed interleaved in the same process, in the
 // middle of the gap between the solution and the fastest mistake its step teaches (five
 // runs each: "[.measure]" below; docs/08_cp_async_ptx.md, "Speed bars", has both sides on

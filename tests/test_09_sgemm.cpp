@@ -311,6 +311,7 @@ void check_speed(const Variant& v, double bar, const char* advice) {
                        std::string(": ") + advice + " (" + step_text(v.step) + ")");
 }
 
+// What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars, fractions of cuBLAS SGEMM's GFLOP/s on the same problem in the same
 // process, each between the slowest correct solution and the fastest mistake its step
 // teaches (docs/09_sgemm.md, "Speed bars": both sides, five runs each). Where a mistake runs

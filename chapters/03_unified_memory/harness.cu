@@ -1,6 +1,7 @@
 // Chapter 03 — see harness.hpp: what the program and the tests share.
 #include "harness.hpp"
 
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
 
 #include <chrono>
@@ -75,7 +76,7 @@ std::vector<std::exception_ptr> on_threads(int count, int device, const std::fun
   for (int t = 0; t < count; ++t)
     pool.emplace_back([&, t] {
       try {
-        CUDA_CHECK(cudaSetDevice(device));  // the current device is per host thread
+        cml::enter_device(device);  // the current device is per host thread
         fn(t);
       } catch (...) {
         errors[static_cast<std::size_t>(t)] = std::current_exception();

@@ -72,8 +72,14 @@ std::string cuda_version_text(int version);
 // environment, the calling thread then works on N of the GPU's SMs or a few more
 // (limit_sms), and sm_count says how many: a way to see what a smaller GPU of the same
 // architecture would measure, for the speed bars (docs/adding-a-chapter.md). It changes no
-// setting of the device, and binds only the thread that selected it.
+// setting of the device, and binds only the thread that selected it: another host thread
+// that works on the device enters it with enter_device.
 DeviceFacts select_device(int index);
+
+// Makes device `index` current for the calling host thread (the current device is per
+// thread), on the same SMs as the thread that selected it: the green context of
+// CML_SM_LIMIT when select_device made one, else the device's primary context.
+void enter_device(int index);
 
 // Makes a green context of at least `sms` of device `index`'s SMs (the driver rounds up to
 // its partition size) current for the calling thread; returns how many SMs it has. Throws

@@ -10,7 +10,9 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace cml {
 
@@ -30,7 +32,23 @@ void check(CUresult r, const char* what) {
   if (r != CUDA_SUCCESS) throw UsageError(std::string("CML_SM_LIMIT: ") + what + " failed (CUresult " + std::to_string(r) + ")");
 }
 
+// The green context limit_sms made for each device, for the threads that enter it later.
+std::mutex limited_mutex;
+std::unordered_map<int, CUcontext> limited_contexts;
+
 }  // namespace
+
+void enter_device(int index) {
+  CUDA_CHECK(cudaSetDevice(index));
+  CUcontext ctx = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(limited_mutex);
+    if (const auto it = limited_contexts.find(index); it != limited_contexts.end()) ctx = it->second;
+  }
+  if (ctx == nullptr) return;
+  const auto make_current = driver_function<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent", 4000);
+  check(make_current(ctx), "cuCtxSetCurrent");
+}
 
 int limit_sms(int index, int sms) {
   const auto get_resource = driver_function<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource", 12040);
@@ -59,6 +77,10 @@ int limit_sms(int index, int sms) {
   CUcontext ctx{};
   check(as_context(&ctx, green), "cuCtxFromGreenCtx");
   check(make_current(ctx), "cuCtxSetCurrent");
+  {
+    const std::lock_guard<std::mutex> lock(limited_mutex);
+    limited_contexts[index] = ctx;
+  }
   return static_cast<int>(part.sm.smCount);  // the green context lives as long as the process
 }
 
