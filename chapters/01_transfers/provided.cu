@@ -3,6 +3,7 @@
 // Built into the program and the tests alike. The learner does not edit this file.
 #include "transfers.cuh"
 
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
 
 #include <cuda_runtime_api.h>  // CUDART_VERSION
@@ -47,18 +48,11 @@ __global__ void sum_kernel(const std::uint32_t* __restrict__ words, std::size_t 
   if ((threadIdx.x & 31) == 0) atomicAdd(sum, local);
 }
 
-int sm_count() {
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 }  // namespace
 
 void launch_unpack(const std::byte* packed, const PieceBatch& batch, cudaStream_t stream) {
   if (batch.count == 0) return;
-  const std::size_t max_blocks = static_cast<std::size_t>(sm_count()) * 16;
+  const std::size_t max_blocks = static_cast<std::size_t>(cml::usable_sm_count()) * 16;
   const unsigned blocks = static_cast<unsigned>(batch.count < max_blocks ? batch.count : max_blocks);
   unpack_kernel<<<blocks, 256, 0, stream>>>(packed, batch.count, batch.piece_bytes,
                                             batch.device_base, batch.device_offsets);
@@ -69,7 +63,7 @@ void launch_sum(const std::uint32_t* words, std::size_t n, std::size_t stride,
                 unsigned long long* sum, cudaStream_t stream) {
   // Enough blocks to keep every SM busy; more would only add atomics. Over the PCIe bus
   // (zero-copy) many requests in flight are what hides the latency.
-  const unsigned blocks = static_cast<unsigned>(sm_count()) * 8;
+  const unsigned blocks = static_cast<unsigned>(cml::usable_sm_count()) * 8;
   sum_kernel<<<blocks, 256, 0, stream>>>(words, n, stride == 0 ? 1 : stride, sum);
   CUDA_CHECK_LAUNCH();
 }

@@ -3,6 +3,7 @@
 // not edit this file.
 #include "streams.cuh"
 
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
 
 #include <cstdint>
@@ -26,10 +27,7 @@ __global__ void AddKernel(int* __restrict__ out, const int* __restrict__ in, std
 }
 
 int max_blocks() {
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms * 8;  // 8 blocks of 256 per SM: a full machine, grid-stride over the rest
+  return cml::usable_sm_count() * 8;  // 8 blocks of 256 per SM: a full machine, grid-stride over the rest
 }
 
 }  // namespace

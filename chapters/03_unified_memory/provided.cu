@@ -3,6 +3,7 @@
 // not edit it.
 #include "unified_memory.cuh"
 
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
 
 #include <chrono>
@@ -63,8 +64,7 @@ void launch(const Lane& lane, int round) {
     finished = p->finished_round;
     blocks_done = p->blocks_done;
   }
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, lane.device));
+  const int sms = cml::usable_sm_count(lane.device);
   std::size_t cap = static_cast<std::size_t>(sms) * 8;
   if (delay_ns > 0) {
     // Every block resident at once, so that the kernel waits delay_ns once, not once per

@@ -2,6 +2,7 @@
 // experiments, and the array-of-structures update step 3 is measured against.
 #include "coalescing.cuh"
 
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
 
 namespace ch04 {
@@ -54,10 +55,7 @@ void launch(bool offset_kind, const void* in, void* out, std::size_t n, std::siz
 }  // namespace
 
 unsigned grid_for(std::size_t work_items) {
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t full = static_cast<std::size_t>(sms) * 8;  // 8 x 256 threads: a full SM
+  const std::size_t full = static_cast<std::size_t>(cml::usable_sm_count()) * 8;  // 8 x 256 threads: a full SM
   const std::size_t needed = (work_items + 255) / 256;
   return static_cast<unsigned>(needed == 0 ? 1 : (needed < full ? needed : full));
 }

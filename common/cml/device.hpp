@@ -81,6 +81,12 @@ DeviceFacts select_device(int index);
 // CML_SM_LIMIT when select_device made one, else the device's primary context.
 void enter_device(int index);
 
+// How many SMs the kernels of the calling thread run on, on device `index` (default: the
+// thread's current device): the green context's under CML_SM_LIMIT, else the device's. What
+// a launch that wants "every SM busy" or "every block resident at once" sizes its grid by.
+int usable_sm_count(int index);
+int usable_sm_count();
+
 // Makes a green context of at least `sms` of device `index`'s SMs (the driver rounds up to
 // its partition size) current for the calling thread; returns how many SMs it has. Throws
 // UsageError when it cannot.

@@ -1,6 +1,7 @@
 // cml/scrub.hpp: shared memory filled with a known word before a checked run.
 #include "cml/scrub.hpp"
 
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
 
 #include <cstddef>
@@ -22,9 +23,9 @@ __global__ void scrub_shared_kernel(int words, unsigned word) {
 
 void scrub_shared_memory(cudaStream_t stream, unsigned word) {
   static const auto shape = [] {
-    int device = 0, sms = 0, bytes = 0;
+    int device = 0, bytes = 0;
     CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int sms = usable_sm_count(device);
     CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     CUDA_CHECK(cudaFuncSetAttribute(scrub_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     return std::pair<int, int>(2 * sms, bytes);

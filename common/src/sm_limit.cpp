@@ -35,8 +35,25 @@ void check(CUresult r, const char* what) {
 // The green context limit_sms made for each device, for the threads that enter it later.
 std::mutex limited_mutex;
 std::unordered_map<int, CUcontext> limited_contexts;
+std::unordered_map<int, int> limited_sm_counts;
 
 }  // namespace
+
+int usable_sm_count(int index) {
+  {
+    const std::lock_guard<std::mutex> lock(limited_mutex);
+    if (const auto it = limited_sm_counts.find(index); it != limited_sm_counts.end()) return it->second;
+  }
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, index));
+  return sms;
+}
+
+int usable_sm_count() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return usable_sm_count(device);
+}
 
 void enter_device(int index) {
   CUDA_CHECK(cudaSetDevice(index));
@@ -80,6 +97,7 @@ int limit_sms(int index, int sms) {
   {
     const std::lock_guard<std::mutex> lock(limited_mutex);
     limited_contexts[index] = ctx;
+    limited_sm_counts[index] = static_cast<int>(part.sm.smCount);
   }
   return static_cast<int>(part.sm.smCount);  // the green context lives as long as the process
 }
