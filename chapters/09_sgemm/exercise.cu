@@ -13,6 +13,7 @@
 #include "sgemm.cuh"
 
 #include "cml/errors.hpp"
+#include "cml/ptx.cuh"  // chapter 08's PTX wrappers (cp.async groups, mbarriers, TMA loads), for steps 4-5
 
 #include <string>
 
@@ -156,12 +157,12 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 
 // TODO(5): (compute capability 9.0) step 4 with the tiles of A and B brought by the tensor
 // memory accelerator: one thread starts each tile's copies from tensor maps that you encode
-// on the host (the course links the CUDA runtime only, not the driver library), passed to
-// the kernel as parameters that the copy engine reads where they lie. Each stage completes
+// on the host (the driver's encoder is provided: tensor_map_encoder, sgemm.cuh), passed to
+// the kernel as parameters that the TMA unit reads where they lie. Each stage completes
 // on a barrier that counts the bytes delivered ("full") and is released by the threads that
 // read it ("empty") before it is refilled. Constraints: the maps' rules (row strides a
 // multiple of 16 bytes, box sides of at most 256 elements, box rows a multiple of 16
-// bytes); the copy engine writes zeros for the part of a box outside the matrix, and counts
+// bytes); the TMA unit writes zeros for the part of a box outside the matrix, and counts
 // the whole box's bytes; no wait may hang for ever in silence — give up after a while and
 // say which barrier of which stage; the fragment loads free of bank conflicts (what the
 // engine writes can be laid out for that); nothing in local memory, as in step 3 (no

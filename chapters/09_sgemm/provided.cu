@@ -12,6 +12,7 @@
 #include "sgemm.cuh"
 
 #include "cml/device.hpp"
+#include "cml/driver.hpp"
 #include "cml/errors.hpp"
 #include "cml/needs.hpp"
 #include "cml/scrub.hpp"
@@ -96,6 +97,15 @@ void require_tma(const char* function) {
     why = it->second;
   }
   if (!why.empty()) throw cml::Skip(std::string(function) + ": " + why);
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char* function) {
+  static const auto fn =
+      cml::driver_function<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
+  if (fn == nullptr)
+    throw std::runtime_error(std::string(function) +
+                             ": the driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12.0 driver or newer)");
+  return fn;
 }
 
 void check_gram_shapes(const char* function, ConstView a, View c) {

@@ -18,6 +18,8 @@
 //   - A, B and C do not overlap; any m, n, k (none need be a multiple of a tile or of 4).
 #pragma once
 
+#include <cuda.h>          // CUtensorMap, for step 5
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -103,5 +105,11 @@ void check_gram_shapes(const char* function, ConstView a, View c);
 // accelerator, compute capability 9.0): throws cml::Skip, saying what is missing, on the
 // current device when it lacks it.
 void require_tma(const char* function);
+
+// Step 5's way to the driver's cuTensorMapEncodeTiled (chapter 08 taught the lookup: the
+// course links the runtime only): the function with its CUDA 12.0 signature, looked up once.
+// std::runtime_error, naming `function`, where the driver has none (a driver older than
+// CUDA 12.0). Which map to encode (dimensions, strides, box, swizzle) is step 5's.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char* function);
 
 }  // namespace ch09

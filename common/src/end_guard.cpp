@@ -4,6 +4,7 @@
 // device read and write access to them, and leave the rest of the range unmapped.
 #include "cml/end_guard.hpp"
 
+#include "cml/driver.hpp"
 #include "cml/errors.hpp"
 
 #include <cuda.h>
@@ -34,19 +35,8 @@ struct Vmm {
 
 template <typename Fn>
 void lookup(const char* name, int version, Fn& fn, std::string& missing) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-  const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &found);
-#else
-  (void)version;
-  const cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &found);
-#endif
-  if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
-    if (missing.empty()) missing = name;
-    return;
-  }
-  fn = reinterpret_cast<Fn>(p);
+  fn = driver_function<Fn>(name, version);
+  if (fn == nullptr && missing.empty()) missing = name;
 }
 
 const Vmm& vmm() {

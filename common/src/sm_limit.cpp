@@ -4,6 +4,7 @@
 // course links the runtime only.
 #include "cml/device.hpp"
 
+#include "cml/driver.hpp"
 #include "cml/errors.hpp"
 
 #include <cuda.h>
@@ -19,13 +20,11 @@ namespace cml {
 namespace {
 
 template <typename Fn>
-Fn driver_function(const char* name, int version) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || p == nullptr)
+Fn required(const char* name, int version) {
+  const auto fn = driver_function<Fn>(name, version);
+  if (fn == nullptr)
     throw UsageError(std::string("CML_SM_LIMIT: the driver has no ") + name + " (green contexts need a CUDA 12.4 driver)");
-  return reinterpret_cast<Fn>(p);
+  return fn;
 }
 
 void check(CUresult r, const char* what) {
@@ -63,18 +62,18 @@ void enter_device(int index) {
     if (const auto it = limited_contexts.find(index); it != limited_contexts.end()) ctx = it->second;
   }
   if (ctx == nullptr) return;
-  const auto make_current = driver_function<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent", 4000);
+  const auto make_current = required<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent", 4000);
   check(make_current(ctx), "cuCtxSetCurrent");
 }
 
 int limit_sms(int index, int sms) {
-  const auto get_resource = driver_function<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource", 12040);
-  const auto split = driver_function<PFN_cuDevSmResourceSplitByCount_v12040>("cuDevSmResourceSplitByCount", 12040);
+  const auto get_resource = required<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource", 12040);
+  const auto split = required<PFN_cuDevSmResourceSplitByCount_v12040>("cuDevSmResourceSplitByCount", 12040);
   const auto describe_resources =
-      driver_function<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc", 12040);
-  const auto create = driver_function<PFN_cuGreenCtxCreate_v12040>("cuGreenCtxCreate", 12040);
-  const auto as_context = driver_function<PFN_cuCtxFromGreenCtx_v12040>("cuCtxFromGreenCtx", 12040);
-  const auto make_current = driver_function<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent", 4000);
+      required<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc", 12040);
+  const auto create = required<PFN_cuGreenCtxCreate_v12040>("cuGreenCtxCreate", 12040);
+  const auto as_context = required<PFN_cuCtxFromGreenCtx_v12040>("cuCtxFromGreenCtx", 12040);
+  const auto make_current = required<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent", 4000);
 
   CUdevResource all{};
   check(get_resource(static_cast<CUdevice>(index), &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource");

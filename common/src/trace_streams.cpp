@@ -1,6 +1,7 @@
 // stream_id_of: CUPTI's id for a stream handle, to match against records' stream_id.
 #include "cml/trace.hpp"
 
+#include "cml/driver.hpp"
 #include "cml/errors.hpp"
 #include "cupti_error.hpp"
 
@@ -28,16 +29,9 @@ namespace {
 CUcontext current_context() {
   using GetCurrent = CUresult(CUDAAPI*)(CUcontext*);
   static const GetCurrent get_current = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found));
-#else
-    CUDA_CHECK(cudaGetDriverEntryPoint("cuCtxGetCurrent", &fn, cudaEnableDefault, &found));
-#endif
-    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-      throw CheckFailed("cml::trace::stream_id_of: the CUDA driver has no cuCtxGetCurrent");
-    return reinterpret_cast<GetCurrent>(fn);
+    const auto fn = driver_function<GetCurrent>("cuCtxGetCurrent", 12000);
+    if (fn == nullptr) throw CheckFailed("cml::trace::stream_id_of: the CUDA driver has no cuCtxGetCurrent");
+    return fn;
   }();
   // The runtime makes its primary context current lazily; this no-op makes sure it has.
   CUDA_CHECK(cudaFree(nullptr));

@@ -7,9 +7,9 @@
 
 #include "cml/arch.cuh"
 #include "cml/errors.hpp"
+#include "cml/ptx.cuh"
 
-#include <cuda.h>          // CUtensorMap
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+#include <cuda.h>  // CUtensorMap
 
 #include <climits>
 #include <cstdint>
@@ -29,6 +29,8 @@ extern "C" const int cml_ch09_solution_tu = 1;
 namespace ch09 {
 
 namespace {
+
+using namespace cml::ptx;  // chapter 08's PTX wrappers: cp.async groups, mbarriers, TMA loads
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -217,14 +219,6 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_b
                "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
                : "memory");
 }
-// Closes this thread's group of copies (SASS: LDGDEPBAR).
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most N of this thread's groups are pending (SASS: DEPBAR.LE SB0, N).
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // threadIdx.x, read by an instruction the compiler may not hoist or reuse: what is computed
 // from it is computed again where it is used, instead of being kept in registers.
 __device__ __forceinline__ unsigned thread_index_again() {
@@ -257,7 +251,7 @@ constexpr int kBK = 32;
 constexpr int kStages = 4;
 constexpr int kFewStages = 2;
 // A's box is 32 floats wide: each of its rows is exactly 128 bytes, the span of the
-// 128-byte swizzle. The copy engine stores the 16-byte piece j of row r at piece
+// 128-byte swizzle. The TMA unit stores the 16-byte piece j of row r at piece
 // j ^ (r % 8), so the 8 consecutive rows a warp reads at one k (all in the same bank group
 // unswizzled) land in 8 different groups. B's rows are read along themselves, 4
 // neighbouring pieces at a time: no swizzle needed (nor possible: a swizzled box row is at
@@ -286,57 +280,6 @@ constexpr unsigned kConsumers = kThreads;
 // A phase lands in microseconds; one that has not completed after 4 s never will.
 constexpr unsigned long long kWaitLimitNs = 4'000'000'000ull;
 
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// mbarrier.init: a phase completes after `arrivals` arrivals and, where some were expected,
-// the transaction bytes (SASS: SYNCS.EXCH.64).
-__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, unsigned arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
-}
-
-// Makes this thread's barrier inits visible to the copy engine (the async proxy), which
-// does not see ordinary shared-memory writes in program order.
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// One arrival that also adds `bytes` to the phase's transaction count: the phase then also
-// waits for the copies that complete_tx on it to deliver those bytes (SASS:
-// SYNCS.ARRIVE.TRANS64).
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
-               : "memory");
-}
-
-// A plain arrival, with release semantics: this thread's reads of the stage come before it.
-__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
-}
-
-// Whether the phase of parity `parity` has completed (acquire). The k-th use of a barrier
-// waits for parity k & 1 (SASS: SYNCS.PHASECHK.TRANS64.TRYWAIT).
-__device__ __forceinline__ bool mbarrier_try_wait(std::uint64_t* bar, unsigned parity) {
-  std::uint32_t done = 0;
-  asm volatile(
-      "{\n"
-      "  .reg .pred p;\n"
-      "  mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "  selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(shared_address(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // What a thread says before it traps: which barrier of which stage never completed. A
 // printf with arguments passes them through a buffer in local memory, which this kernel
 // keeps none of (its SASS has no STL: the tests check), so each message is a literal.
@@ -362,26 +305,13 @@ __device__ __noinline__ void give_up(bool full, int stage) {
 __device__ __noinline__ void wait_slowly(std::uint64_t* bar, unsigned parity, bool full, int stage) {
   const unsigned long long start = global_ns();
   for (unsigned tries = 1;; ++tries) {
-    if (mbarrier_try_wait(bar, parity)) return;
+    if (mbarrier_try_wait_parity(bar, parity)) return;
     if (tries % 64 == 0 && global_ns() - start >= kWaitLimitNs) give_up(full, stage);
   }
 }
 
 __device__ __forceinline__ void wait_phase(std::uint64_t* bar, unsigned parity, bool full, int stage) {
-  if (!mbarrier_try_wait(bar, parity)) wait_slowly(bar, parity, full, stage);
-}
-
-// One 2D TMA load: the box whose first element is column x, row y of the map's matrix into
-// `dst`, completing its bytes on `bar`. Elements of the box outside the matrix are not
-// read and land as zeros, and the whole box's bytes are always counted (SASS: UTMALDG.2D).
-// Into .shared::cta, this block's shared memory (PTX ISA 8.6): the .shared::cluster form
-// compiles for sm_120 to a check and a fallback call through local memory.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, std::uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
-          "r"(shared_address(dst)),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(shared_address(bar))
-      : "memory");
+  if (!mbarrier_try_wait_parity(bar, parity)) wait_slowly(bar, parity, full, stage);
 }
 #endif  // CML_ARCH_HAS_TMA
 
@@ -392,29 +322,10 @@ bool allow_shared(Kernel kernel, int bytes) {
   return true;
 }
 
-// The driver's cuTensorMapEncodeTiled with the signature of CUDA 12.0, looked up once. The
-// runtime does not wrap it and the course links the runtime only (no -lcuda), so it is
-// reached through the runtime's lookup of driver entry points.
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
-#else  // CUDA 12.0-12.4 have only the unversioned lookup
-    CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found));
-#endif
-    if (found != cudaDriverEntryPointSuccess || p == nullptr)
-      throw std::runtime_error("sgemm_tma: the driver has no cuTensorMapEncodeTiled (a CUDA 12.0 or newer driver)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
-
 // The tensor map of a rows x cols view, in boxes of box_rows x box_cols. Its dimensions are
-// the matrix's, not the leading dimension's: the copy engine zero-fills a box's columns
+// the matrix's, not the leading dimension's: the TMA unit zero-fills a box's columns
 // past `cols` (the pad is never read) and its rows past `rows`. The row stride, ld x 4
-// bytes, is a multiple of 16 as the engine requires, because ld is a multiple of 4.
+// bytes, is a multiple of 16 as TMA requires, because ld is a multiple of 4.
 CUtensorMap tensor_map(const float* data, int rows, int cols, int ld, int box_rows, int box_cols,
                        CUtensorMapSwizzle swizzle) {
   if (reinterpret_cast<std::uintptr_t>(data) % 16 != 0)
@@ -424,7 +335,7 @@ CUtensorMap tensor_map(const float* data, int rows, int cols, int ld, int box_ro
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * sizeof(float)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(data), dims, strides,
+  const CUresult r = tensor_map_encoder("sgemm_tma")(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(data), dims, strides,
                                     box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
@@ -724,7 +635,7 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // Thread 0 refills the stage of tile t - 1 at the start of iteration t, not that of tile t
 // at its end: by then the other warps have usually finished tile t - 1, so its wait on the
 // empty barrier rarely stalls, and Stages - 1 tiles stay in flight behind the one computed.
-// The maps are __grid_constant__ parameters: the copy engine reads them where they lie.
+// The maps are __grid_constant__ parameters: the TMA unit reads them where they lie.
 template <int Stages>
 __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
     sgemm_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -754,13 +665,13 @@ __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
   const auto issue = [&](int t, int s) {
     float* as = stages + s * kStageFloats;
     mbarrier_arrive_expect_tx(&full[s], kStageBytes);
-    tma_load_2d(as, &map_a, t * kBK, row0, &full[s]);
-    tma_load_2d(as + kAFloats, &map_b, col0, t * kBK, &full[s]);
+    tensor_load_2d(as, &map_a, t * kBK, row0, &full[s]);
+    tensor_load_2d(as + kAFloats, &map_b, col0, t * kBK, &full[s]);
   };
   if (tid == 0)
     for (int s = 0; s < Stages && s < tiles_k; ++s) issue(s, s);
 
-  // The copy engine applied the 128-byte swizzle to A's rows: piece j of row r lies at
+  // The TMA unit applied the 128-byte swizzle to A's rows: piece j of row r lies at
   // piece j ^ (r % 8). This thread's rows are am + 8 i, all with r % 8 == am % 8.
   const int am = pipe_first_row(warp, lane), bn = pipe_first_col<tma::kWarpN, tma::kWarpsN>(warp, lane);
   const int swizzle = am % 8;
