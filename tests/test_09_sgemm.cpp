@@ -505,8 +505,8 @@ TEST_CASE("step 3: sgemm_registers_kernel loads its fragments 16 bytes at a time
           "transposed so that a column of A is a row there (step 3; ./lab hint 09)");
   CHECK(wide > 0);
   CHECK(2 * wide >= all);
-  INFO("a micro-tile of r x c results takes r x c FFMA per loaded fragment pair: want at least 16 FFMA per 16-byte "
-       "load (step 3)");
+  INFO("a micro-tile of r x c results does r x c FFMA for every (r + c) / 4 16-byte loads of its fragments: want at "
+       "least 4 FFMA per 16-byte load (a 4 x 4 micro-tile does 8, an 8 x 8 one 16) (step 3)");
   CHECK(ffma >= 4 * wide);
   check_no_local_memory(*f, v);
 }
@@ -517,8 +517,9 @@ TEST_CASE("step 3: sgemm_registers reaches kRegistersOfCublas of cuBLAS", "[ch09
               "thread from fragments held in registers");
 }
 
-// Shared-load wavefronts per warp FFMA: an 8 x 8 micro-tile from 16-byte loads reads 1/16,
-// step 1's tile several times more than this bar (docs/09_sgemm.md, step 3, counts both).
+// Shared-load wavefronts per warp FFMA: ncu measured 0.19 for step 3's solution, 0.16 for
+// step 5's and cuBLAS, 0.75 for step 1's tile (H200, 4096^3; docs/09_sgemm.md, step 3). How
+// far below 1/4 a micro-tile gets depends on how many lanes share each fragment it loads.
 constexpr double kMaxWavefrontsPerFfma = 0.25;
 
 TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its micro-tile (ncu: wavefronts per FFMA)",
@@ -533,7 +534,7 @@ TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its mic
   INFO("sgemm_registers_kernel: ncu counts " << wavefronts << " shared-load wavefronts for " << ffma
        << " warp FFMA, " << (ffma > 0 ? wavefronts / ffma : 0.0) << " a FFMA; want at most " << kMaxWavefrontsPerFfma
        << ": each float a thread loads from shared memory must serve a row or a column of its micro-tile (an 8 x 8 "
-          "tile from 16-byte loads reads 1/16 of a wavefront a FFMA; step 1's tile 1.25) (step 3; ./lab hint 09)");
+          "tile from 16-byte loads read 0.19 of a wavefront a FFMA here, step 1's tile 0.75) (step 3; ./lab hint 09)");
   CHECK(ffma > 0);
   CHECK(wavefronts <= kMaxWavefrontsPerFfma * ffma);
 }
