@@ -155,8 +155,8 @@ void sum_fast(const Job& job, cudaStream_t stream) {
 // TODO(4): (sm_90) the same pipeline where ONE thread moves each tile with one bulk copy
 // into shared memory, completing on an mbarrier of its stage, and every thread waits for
 // the stage's phase with device.cuh's wait_phase (pass it job.report) before computing.
-// Constraints: a barrier is initialised by one thread, and made visible to the copy engine
-// and to the other threads before anyone uses it; a phase completes when its arrivals are
+// Constraints: a barrier is initialised by one thread, and made visible to the asynchronous
+// proxy (the path the bulk copy's writes take) and to the other threads before anyone uses it; a phase completes when its arrivals are
 // made and the bytes it expects have landed — expect exactly the bytes the copy delivers;
 // the k-th use of a barrier waits for the phase of that use, whose parity changes from
 // one use to the next; bulk copies move multiples of 16 bytes between 16-byte aligned
@@ -180,9 +180,9 @@ void sum_bulk(const Job& job, cudaStream_t stream) {
 // rather than guess. Every stage count 1..kMaxStages must still launch.
 TmaPlan tma_plan() { return {4, 3}; }
 
-// TODO(5): the tensor map of a matrix: the descriptor from which the copy engine finds a
+// TODO(5): the tensor map of a matrix: the descriptor from which the TMA unit finds a
 // box's rows (cp_async_ptx.cuh: tensor_map_for). Encoded by the driver's encoder, reached
-// through the runtime (the course links the runtime only: no -lcuda); a matrix the engine
+// through the runtime (the course links the runtime only: no -lcuda); a matrix TMA
 // cannot take is refused here with std::invalid_argument and the rule it breaks, before the
 // driver sees it. As shipped: an all-zero map, which the starter's kernel never reads.
 CUtensorMap tensor_map_for([[maybe_unused]] const Matrix& m, [[maybe_unused]] int box_rows) { return CUtensorMap{}; }
@@ -190,9 +190,9 @@ CUtensorMap tensor_map_for([[maybe_unused]] const Matrix& m, [[maybe_unused]] in
 // TODO(5): the same pipeline as step 4 over the boxes of a matrix (device.cuh: box_span,
 // compute_box), each box one 2D load by the tensor memory accelerator through `map`,
 // completing on the stage's mbarrier. Boxes at the right and bottom edges stick out of the
-// matrix: let the copy engine handle that (what it reads, what it writes, and how many
+// matrix: let the TMA unit handle that (what it reads, what it writes, and how many
 // bytes it reports), and count only the words inside. Constraints: as step 4's; the map is
-// a kernel parameter the copy engine reads from where it lies; a stage holds a whole box,
+// a kernel parameter the TMA unit reads from where it lies; a stage holds a whole box,
 // and more than 48 KiB of dynamic shared memory per block must be asked for.
 template <int Stages>
 __global__ void __launch_bounds__(kThreads) sum_tma_kernel([[maybe_unused]] const __grid_constant__ CUtensorMap map,

@@ -228,9 +228,9 @@ void sum_fast(const Job& job, cudaStream_t stream) {
 // ---- Steps 4 and 5: the pipeline on mbarriers --------------------------------------------------
 
 // One mbarrier per stage, one arrival per phase (thread 0's, with the bytes the phase
-// expects), so a phase ends when thread 0 has arrived AND the copy engine has delivered
+// expects), so a phase ends when thread 0 has arrived AND the TMA unit has delivered
 // those bytes. The barriers are initialised once by one thread; a proxy fence makes the
-// inits visible to the copy engine (the asynchronous proxy) and the __syncthreads to the
+// inits visible to the asynchronous proxy (the path of TMA's accesses) and the __syncthreads to the
 // other threads, before anyone uses them. The k-th tile of this block uses stage k % Stages
 // for the (k / Stages)-th time: its phase has parity (k / Stages) & 1. Thread 0 refills a
 // stage only after the barrier that ends the previous use of it.
@@ -368,7 +368,7 @@ CUtensorMap tensor_map_for(const Matrix& m, int box_rows) {
 }
 
 // Each box is one 2D tensor copy (TMA) at its first column and row (innermost coordinate
-// first). The copy engine reads only the words inside the matrix, fills the rest of the box
+// first). The TMA unit reads only the words inside the matrix, fills the rest of the box
 // with zeros and always completes the whole box's bytes, edge or not: the phase expects
 // kPlanBoxBytes. The tensor map is a __grid_constant__ parameter: TMA reads it from the
 // kernel's parameter space by its address.
