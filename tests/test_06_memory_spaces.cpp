@@ -320,8 +320,25 @@ std::string mix_error(int n, int seed, const std::vector<float>& m) {
 // mix_constant_kernel's compiled code: "" when every read of the user constant bank c[0x3]
 // is at an immediate offset or a uniform register's (one address for the warp), else what
 // is wrong. Every kernel reads its parameters from c[0x0], which does not count.
+// Local memory in a kernel whose step is not about registers: a stack frame, local loads or
+// stores. Results stay right, so only the compiled code shows it: an array indexed by a loop
+// variable the compiler did not unroll (a loop left rolled), or registers spilled.
+std::string local_memory_error(const cml::sass::Function& k, const char* kernel, int step) {
+  const std::size_t ldl = cml::sass::count(k, "LDL"), stl = cml::sass::count(k, "STL");
+  if (ldl + stl == 0 && k.resources.stack == 0) return "";
+  std::ostringstream s;
+  s << kernel << " uses local memory (" << ldl << " LDL, " << stl << " STL, a " << k.resources.stack
+    << "-byte stack frame";
+  if (ldl + stl > 0) s << ", e.g. \"" << cml::sass::first_containing(k, ldl > 0 ? "LDL" : "STL") << "\"";
+  s << "): a register array indexed by a loop variable that was not unrolled lives in local memory — unroll every "
+       "loop over a per-thread array (#pragma unroll with a constant trip count) (step "
+    << step << "). ";
+  return s.str();
+}
+
 std::string step2_code_error(const cml::sass::Function& k) {
   std::ostringstream s;
+  s << local_memory_error(k, "mix_constant_kernel", 2);
   const std::size_t divergent = cml::sass::count_containing(k, "c[0x3][R");
   if (divergent > 0)
     s << "mix_constant_kernel reads constant memory at an address held in a per-thread register (" << divergent
@@ -412,7 +429,7 @@ TEST_CASE("step 2: mix_constant launches one thread per pixel, in a 1-D grid of 
   }
 }
 
-TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per warp (SASS)", "[ch06][step2][mechanism]") {
+TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per warp, and nothing from local memory (SASS)", "[ch06][step2][mechanism]") {
   CML_KERNEL_SASS(k, "mix_constant_kernel");
   const std::string err = step2_code_error(*k);
   INFO(err << "(./lab run 06 -- --mode=constant shows its reads of M; ./lab hint 06)");
@@ -546,6 +563,7 @@ namespace {
 // (texture instructions, no global loads), else what is wrong.
 std::string step3_code_error(const cml::sass::Function& k) {
   std::ostringstream s;
+  s << local_memory_error(k, "rotate_texture_kernel", 3);
   const std::size_t fetches = cml::sass::count(k, "TEX") + cml::sass::count(k, "TLD") + cml::sass::count(k, "TLD4");
   const std::size_t loads = cml::sass::count(k, "LDG");
   if (fetches == 0)
@@ -559,7 +577,7 @@ std::string step3_code_error(const cml::sass::Function& k) {
 
 }  // namespace
 
-TEST_CASE("step 3: rotate_texture_kernel reads through the texture unit only (SASS)", "[ch06][step3][mechanism]") {
+TEST_CASE("step 3: rotate_texture_kernel reads through the texture unit only, and nothing from local memory (SASS)", "[ch06][step3][mechanism]") {
   CML_KERNEL_SASS(k, "rotate_texture_kernel");
   const std::string err = step3_code_error(*k);
   INFO(err << "(cuobjdump -sass build/chapters/ch06 shows it; ./lab hint 06)");

@@ -19,6 +19,13 @@ MUTANTS = [
            [("for (int r = max(0, r0 - (kTaps - 1)); r < end; ++r) {\n#pragma unroll\n    for (int k = kTaps - 1",
              "for (int r = r0; r < end; ++r) {\n#pragma unroll\n    for (int k = kTaps - 1")],
            "[step1][correctness]", "at the start of a segment"),
+    # The mixing loop over the channels left rolled: v[c] with a run-time c cannot live in
+    # registers (16 LDL and 4 STL, sm_90, nvcc 13.0); the reads of M stay uniform
+    # (c[0x3][UR...]) and the results right, so only the local-memory check sees it.
+    Mutant("the channel loop of the mix left rolled (v[c] indexed at run time: local memory)",
+           [("#pragma unroll\n    for (int c = 0; c < kChannels; ++c) acc += c_mix[r * kChannels + c] * v[c];\n",
+             "#pragma unroll 1\n    for (int c = 0; c < kChannels; ++c) acc += c_mix[r * kChannels + c] * v[c];\n")],
+           "[step2][mechanism]", "mix_constant_kernel uses local memory"),
     # Lanes along the rows of M again (the starter's mapping, device.cuh's mix_one_value, which
     # the solution includes for copy_to_constant): LDC R, c[0x3][R+imm].
     Mutant("one thread per output value: the lanes read 16 rows of M at once (divergent)",
