@@ -875,6 +875,26 @@ TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing o
                     "step 4");
 }
 
+// The PTX memory model's rule for a barrier that copies complete on: its init is an ordinary
+// shared-memory write, which the asynchronous proxy (bulk and tensor copies) does not see in
+// program order; a proxy fence after the init makes it visible. Today's GPUs work without it;
+// the model does not promise it, so the PTX is checked (fence.mbarrier_init leaves no SASS).
+namespace {
+void check_init_fenced(const char* kernel, const char* step) {
+  CML_KERNEL_PTX(e, kernel);
+  INFO(kernel << ": its mbarrier.init is not followed by fence.proxy.async or fence.mbarrier_init — the bulk and "
+               "tensor copies that complete on the barrier go through the asynchronous proxy, which the PTX memory "
+               "model does not promise sees the init without a proxy fence (device.cuh: fence_proxy_async_shared or "
+               "fence_mbarrier_init, after the inits and before the __syncthreads) ("
+       << step << "; ./lab hint 08)");
+  CHECK(cml::sass::mbarrier_init_fenced(*e));
+}
+}  // namespace
+
+TEST_CASE("step 4: sum_bulk_kernel fences its barrier inits for the asynchronous proxy (PTX)", "[ch08][step4][mechanism]") {
+  check_init_fenced("ch08::sum_bulk_kernel<3>", "step 4");
+}
+
 TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memcheck)", "[ch08][step4][mechanism]") {
   CML_CHECK_SANITIZER("memcheck", "memcheck:bulk",
                       "bad accesses by sum_bulk_kernel on 7 tiles + 3 words: "
@@ -993,6 +1013,10 @@ TEST_CASE("step 5: sum_tma_kernel loads each box with one 2D TMA copy completing
                      {"SYNCS.ARRIVE.TRANS64", " (mbarrier.arrive.expect_tx): no phase expects the box's bytes"},
                      {"SYNCS.PHASECHK", ": nobody waits for a phase"}},
                     "step 5");
+}
+
+TEST_CASE("step 5: sum_tma_kernel fences its barrier inits for the asynchronous proxy (PTX)", "[ch08][step5][mechanism]") {
+  check_init_fenced("ch08::sum_tma_kernel<3>", "step 5");
 }
 
 TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (racecheck)", "[ch08][step5][mechanism]") {

@@ -71,6 +71,30 @@ std::optional<std::string> find_cuobjdump();
 // or run, with the reason.
 std::vector<Function> dump(const std::string& binary);
 
+// A kernel's PTX as the binary embeds it (a build for compute_NN keeps the PTX beside the
+// SASS): the instructions the source asked for, before ptxas. Where a check must see an
+// instruction the SASS does not show — fence.mbarrier_init.release.cluster compiles to no
+// instruction of its own in a launch without clusters.
+struct PtxEntry {
+  std::string mangled;  // the .entry's name
+  std::string name;     // demangled where possible
+  int arch = 0;         // the `arch = sm_NN` it was listed under
+  std::string text;     // from `.entry` to the next entry
+};
+
+// Every entry of cuobjdump -ptx output. Pure text processing, tested on the CPU.
+std::vector<PtxEntry> parse_ptx(const std::string& cuobjdump_ptx);
+
+// cuobjdump -ptx of `binary`, parsed; cached beside it (BINARY.ptx) as dump() caches the SASS.
+// Throws cml::Skip as dump() does.
+std::vector<PtxEntry> dump_ptx(const std::string& binary);
+
+// Whether the first mbarrier.init of `entry` is followed, later in the entry, by a fence that
+// makes it visible to the asynchronous proxy (fence.proxy.async, or the lighter
+// fence.mbarrier_init): what the PTX memory model asks before a bulk or tensor copy completes
+// on that barrier. True for an entry with no mbarrier.init.
+bool mbarrier_init_fenced(const PtxEntry& entry);
+
 // The path of the running executable (/proc/self/exe resolved).
 std::string self_executable();
 

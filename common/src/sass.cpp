@@ -246,6 +246,57 @@ std::vector<Function> dump(const std::string& binary) {
   return functions;
 }
 
+std::vector<PtxEntry> parse_ptx(const std::string& text) {
+  std::vector<PtxEntry> out;
+  int arch = 0;
+  std::istringstream in(text);
+  std::string line;
+  PtxEntry* current = nullptr;
+  while (std::getline(in, line)) {
+    if (line.rfind("arch = sm_", 0) == 0) {
+      arch = std::atoi(line.c_str() + 10);
+      current = nullptr;
+      continue;
+    }
+    const auto at = line.find(".entry ");
+    if (at != std::string::npos) {
+      const auto start = at + 7, end = line.find('(', start);
+      const std::string mangled = line.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      out.push_back({mangled, demangle(mangled), arch, ""});
+      current = &out.back();
+    }
+    if (current != nullptr) current->text += line + "\n";
+  }
+  return out;
+}
+
+bool mbarrier_init_fenced(const PtxEntry& entry) {
+  const auto init = entry.text.find("mbarrier.init");
+  if (init == std::string::npos) return true;
+  return entry.text.find("fence.proxy.async", init) != std::string::npos ||
+         entry.text.find("fence.mbarrier_init", init) != std::string::npos;
+}
+
+std::vector<PtxEntry> dump_ptx(const std::string& binary) {
+  const std::string id = identity(binary);
+  if (id.empty()) throw Skip("cannot read " + binary + ": its PTX cannot be checked");
+  const std::string cache = binary + ".ptx";
+  FileLock lock(cache + ".lock");
+  std::string text = read_cache(cache, id);
+  if (text.empty()) {
+    const auto tool = find_cuobjdump();
+    if (!tool) throw Skip("cuobjdump not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump into .venv)");
+    text = run_cuobjdump(*tool, "-ptx", binary);
+    const std::string partial = cache + ".partial";
+    {
+      std::ofstream out(partial, std::ios::trunc);
+      out << id << "\n" << text;
+    }
+    if (std::rename(partial.c_str(), cache.c_str()) != 0) std::remove(partial.c_str());
+  }
+  return parse_ptx(text);
+}
+
 std::vector<Function> run_by_current_device(const std::vector<Function>& functions) {
   int device = 0, major = 0, minor = 0;
   if (architectures(functions).size() < 2 || cudaGetDevice(&device) != cudaSuccess ||

@@ -163,3 +163,39 @@ TEST_CASE("Turing's spelling of a 16-byte shared load counts as LDS.128", "[cpu]
   CHECK(cml::sass::count(fns[0], "IMAD.U32") == 1);  // a .U32 part is no .U
   CHECK(cml::sass::count(fns[0], "LDS.64") == 0);
 }
+
+// The shape of cuobjdump -ptx output (CUDA 13.0): a header per embedded PTX, then each entry.
+constexpr const char* kPtx =
+    "\nFatbin ptx code:\n================\narch = sm_90\ncode version = [9,0]\nhost = linux\ncompile_size = 64bit\n"
+    ".version 9.0\n.target sm_90\n"
+    ".visible .entry _ZN4ch0811bulk_kernelEv(\n)\n{\n"
+    "mbarrier.init.shared::cta.b64 [%r1], %r2;\n"
+    "fence.proxy.async.shared::cta;\n"
+    "bar.sync 0;\n}\n"
+    ".visible .entry _ZN4ch0811lazy_kernelEv(\n)\n{\n"
+    "fence.proxy.async.shared::cta;\n"
+    "mbarrier.init.shared::cta.b64 [%r1], %r2;\n"
+    "bar.sync 0;\n}\n"
+    ".visible .entry _ZN4ch0812light_kernelEv(\n)\n{\n"
+    "mbarrier.init.shared::cta.b64 [%r1], %r2;\n"
+    "fence.mbarrier_init.release.cluster;\n}\n"
+    ".visible .entry _ZN4ch0812plain_kernelEv(\n)\n{\nret;\n}\n";
+
+TEST_CASE("cuobjdump -ptx output splits into entries, each with its architecture", "[cpu][sass]") {
+  const auto entries = cml::sass::parse_ptx(kPtx);
+  REQUIRE(entries.size() == 4);
+  CHECK(entries[0].mangled == "_ZN4ch0811bulk_kernelEv");
+  CHECK(entries[0].name == "ch08::bulk_kernel()");
+  CHECK(entries[0].arch == 90);
+  CHECK(entries[1].text.find("lazy_kernel") != std::string::npos);
+  CHECK(entries[1].text.find("bulk_kernel") == std::string::npos);
+}
+
+TEST_CASE("an mbarrier.init counts as fenced only with a proxy fence after it", "[cpu][sass]") {
+  const auto entries = cml::sass::parse_ptx(kPtx);
+  REQUIRE(entries.size() == 4);
+  CHECK(cml::sass::mbarrier_init_fenced(entries[0]));        // fence.proxy.async after the init
+  CHECK_FALSE(cml::sass::mbarrier_init_fenced(entries[1]));  // the fence came before it
+  CHECK(cml::sass::mbarrier_init_fenced(entries[2]));        // the lighter fence.mbarrier_init
+  CHECK(cml::sass::mbarrier_init_fenced(entries[3]));        // no barrier at all
+}

@@ -25,7 +25,32 @@ inline std::optional<cml::sass::Function> kernel_sass(const std::string& name) {
   return cml::sass::find(fns, name);
 }
 
+// The kernel's PTX as this executable embeds it: of the entries whose demangled name
+// contains `name`, the one of the newest architecture the GPU can run (a build for several
+// GPUs embeds the PTX of each, and an older one may hold only the kernel's trap), or
+// nullopt. Throws cml::Skip where cuobjdump is missing.
+inline std::optional<cml::sass::PtxEntry> kernel_ptx(const std::string& name) {
+  const int cc = device().cc();
+  static const auto entries = cml::sass::dump_ptx(cml::sass::self_executable());
+  std::optional<cml::sass::PtxEntry> best;
+  for (const auto& e : entries)
+    if ((e.name.find(name) != std::string::npos || e.mangled.find(name) != std::string::npos) && e.arch <= cc &&
+        (!best || e.arch > best->arch))
+      best = e;
+  return best;
+}
+
 }  // namespace cml::test
+
+// Declares `var`, the PTX of kernel `name`, as CML_KERNEL_SASS does the SASS.
+#define CML_KERNEL_PTX(var, name)                                                            \
+  std::optional<cml::sass::PtxEntry> var;                                                    \
+  try {                                                                                      \
+    var = ::cml::test::kernel_ptx(name);                                                     \
+  } catch (const cml::Skip& e) {                                                             \
+    CML_SKIP(e.what());                                                                      \
+  }                                                                                          \
+  if (!var) FAIL("no kernel named " << (name) << " in the embedded PTX: keep the kernel's name")
 
 // Declares `var`, the SASS of kernel `name`: skips the test case without cuobjdump, fails
 // it when the kernel is not there (the learner renamed it).

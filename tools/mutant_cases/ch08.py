@@ -222,6 +222,18 @@ MUTANTS = [
     Mutant("the short last tile bulk-copied as a whole tile",
            [("whole = bytes & ~15u;", "whole = static_cast<unsigned>(kTileBytes);")],
            "[step4][correctness]", "not a whole tile's 4 KiB"),
+    # Steps 4-5 (the shared mbarrier pipeline). No proxy fence after the barrier inits: the
+    # sums stay right on these GPUs, but the PTX memory model does not promise the copies'
+    # completions see the init. Only the PTX check sees it (step 4's kernel first).
+    Mutant("no proxy fence after the mbarrier inits",
+           [("    for (int s = 0; s < Stages; ++s) mbarrier_init(&full[s], 1);\n    fence_proxy_async_shared();\n",
+             "    for (int s = 0; s < Stages; ++s) mbarrier_init(&full[s], 1);\n")],
+           "[step4][mechanism]", "is not followed by fence.proxy.async or fence.mbarrier_init"),
+    # The fence before the inits instead of after: the same hazard, the fence in the code.
+    Mutant("the proxy fence before the mbarrier inits, not after",
+           [("    for (int s = 0; s < Stages; ++s) mbarrier_init(&full[s], 1);\n    fence_proxy_async_shared();\n",
+             "    fence_proxy_async_shared();\n    for (int s = 0; s < Stages; ++s) mbarrier_init(&full[s], 1);\n")],
+           "[step4][mechanism]", "is not followed by fence.proxy.async or fence.mbarrier_init"),
     # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
     Mutant("sum_pipeline on the legacy stream",
            [("    sum_pipeline_kernel<decltype(s)::value><<<job.blocks, kThreads, stage_bytes(job.stages), stream>>>(job);",
