@@ -18,6 +18,8 @@
 #include "kernel_sass.hpp"
 #include "launch_geometry.hpp"
 #include "ncu_evidence.hpp"
+#include "sanitizer_target.hpp"
+#include "target_case.hpp"
 
 #include "cml/buffers.hpp"
 #include "cml/cli.hpp"
@@ -241,9 +243,25 @@ constexpr std::size_t kTargetN = std::size_t{1} << 22;
 
 }  // namespace
 
-// Not a test: the kernels the profile tests run under ncu (see profiled_sectors_per_request).
+// The memcheck target's array: n % 4 == 3, so the last group holds 3 floats and a float4
+// read of it runs 4 bytes past the end — inside the allocation's last 16 bytes, where no
+// guard page can be, but past the size asked of cudaMalloc, which memcheck knows.
+constexpr std::size_t kExactN = (std::size_t{1} << 16) + 3;
+
+// Not a test: the kernels the profile tests run under ncu (see profiled_sectors_per_request),
+// or, with CML_TARGET=vectorized-exact, copy_vectorized once on arrays of exactly kExactN
+// floats (the memcheck case of step 2).
 TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
-  if (std::getenv("CML_TARGET") == nullptr) return;
+  const auto target = cml::test::target_name();
+  if (!target) return;
+  if (*target == "vectorized-exact") {
+    cml::DeviceBuffer<float> in(kExactN), out(kExactN);
+    cml::Stream s;
+    CUDA_CHECK(cudaMemsetAsync(in.data(), 0, kExactN * sizeof(float), s));
+    ch04::copy_vectorized(in.data(), out.data(), kExactN, s);
+    s.synchronize();
+    return;
+  }
   cml::DeviceBuffer<float> in(kTargetN * 4 * 33), out(kTargetN * 4);
   cml::Stream s;
   for (const auto& t : kTargets) t.launch(in.data(), out.data(), t.kind == t.Offset ? kTargetN : kTargetN / t.k, s);
@@ -323,6 +341,15 @@ TEST_CASE("step 2: copy_vectorized copies every element, tails included", "[ch04
                     ch04::copy_vectorized, [](float x) { return x; },
                     " (the last n % 4 floats are the tail; a size past one pass of the grid needs a loop or a grid "
                     "that covers the array: step 2)");
+}
+
+TEST_CASE("step 2: copy_vectorized reads and writes nothing past the array's end, not even inside its last 16 bytes (memcheck)",
+          "[ch04][step2][mechanism]") {
+  cml::test::device();
+  CML_CHECK_SANITIZER("memcheck", "vectorized-exact",
+                      "an access past the last of " << kExactN << " floats: the last n % 4 floats are not a whole "
+                      "float4 — copy them one at a time, never as a 16-byte access that runs past the end (step 2; "
+                      "./lab hint 04)");
 }
 
 TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what runs, on the stream it is given",

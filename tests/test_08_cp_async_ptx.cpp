@@ -252,7 +252,7 @@ std::string step5_advice(const Failure& f) {
            "kBoxCols x 4), edge or not — the words outside the matrix are written as zeros and counted — so expect "
            "the whole box; and arrive once per phase (the count given to mbarrier_init)";
   if (f.ragged && f.round_passed)
-    return "matrices whose boxes lie inside pass, those with edge boxes fail: at an edge the copy engine writes zeros "
+    return "matrices whose boxes lie inside pass, those with edge boxes fail: at an edge the TMA unit writes zeros "
            "for the words outside the matrix and still completes the whole box's bytes (expect the whole box), and "
            "only the words inside count (compute_box with box_span)";
   return "the box's words are not where compute_box reads them, or not yet: the tensor copy takes the box's first "

@@ -610,7 +610,7 @@ TEST_CASE("step 5: sgemm_tma multiplies whole, ragged, non-square, K = 1 and K =
 
 TEST_CASE("step 5: sgemm_tma reads nothing past the last element of A or B", "[ch09][step5][correctness]") {
   check_reads_stop_at_end(variant("sgemm_tma"),
-                          "the tensor maps' dimensions are the matrix's rows and columns (not ld, not rounded up to the box): the copy engine zero-fills what lies outside them");
+                          "the tensor maps' dimensions are the matrix's rows and columns (not ld, not rounded up to the box): the TMA unit zero-fills what lies outside them");
 }
 
 TEST_CASE("step 5: sgemm_tma refuses mismatched shapes and leading dimensions", "[ch09][step5][correctness]") {

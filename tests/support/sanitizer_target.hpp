@@ -28,8 +28,8 @@ inline std::string whole_run_sanitizer() {
 inline constexpr int kTargetWrongResult = 4;
 
 // Ends a [.target] run whose result is wrong, with `what` on stderr. Under a sanitizer every
-// thread runs many times slower while the copy engine (TMA, bulk copies) does not, and the
-// tool does not track the engine's writes: a stage refilled before its readers were done
+// thread runs many times slower while the TMA unit (bulk and tensor copies) does not, and the
+// tool does not track its writes: a stage refilled before its readers were done
 // shows as a wrong result where no hazard is reported.
 [[noreturn]] inline void target_wrong(const std::string& what) {
   std::fprintf(stderr, "the target's result is wrong: %s\n", what.c_str());
@@ -54,7 +54,7 @@ inline std::string sanitize_target(const std::string& tool_name, const std::stri
   if (code == 0) return "";
   if (code == kTargetWrongResult)
     return "no hazard reported, but the kernel's result came out wrong under " + tool_name +
-           ", which slows every thread and not the copy engine:\n" + out.text.substr(0, 1500);
+           ", which slows every thread and not the TMA unit:\n" + out.text.substr(0, 1500);
   if (code != 3 && out.text.find(kTargetStarted) != std::string::npos)
     return "no hazard reported, but the kernel failed under " + tool_name + " (exit " + std::to_string(code) +
            "): slowed threads let a missing wait show as a hang or a fault:\n" + out.text.substr(0, 1500);
