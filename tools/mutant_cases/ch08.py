@@ -151,7 +151,7 @@ MUTANTS = [
              "    while (!mbarrier_try_wait_parity(&full[k % Stages], static_cast<unsigned>(k / Stages) & 1u)) {\n"
              "    }\n")],
            "[step4]", "the kernel of step 4 never finished", whole=True),
-    # Step 5. The phase expects only the box's words inside the matrix; the copy engine
+    # Step 5. The phase expects only the box's words inside the matrix; the TMA unit
     # completes the whole box's bytes, zeros included.
     Mutant("expect-tx of the words inside the matrix, not the whole box",
            [("    mbarrier_arrive_expect_tx(bar, kPlanBoxBytes);\n",

@@ -224,7 +224,7 @@ MUTANTS = [
            [("    map_a = tensor_map(a.data, m, k, a.ld, kBlockM, tma::kBK, CU_TENSOR_MAP_SWIZZLE_128B);\n",
              "    map_a = tensor_map(a.data, m, k, a.ld, tma::kBK, kBlockM, CU_TENSOR_MAP_SWIZZLE_128B);\n")],
            "[step5][correctness]", "cuTensorMapEncodeTiled refused"),
-    # Step 5. The copy engine swizzled A's rows; the reads do not undo it: piece j of row r
+    # Step 5. The TMA unit swizzled A's rows; the reads do not undo it: piece j of row r
     # is read from piece j, where j ^ (r % 8) lies. Only rows with r % 8 == 0 come out right.
     Mutant("the 128-byte swizzle not undone when reading A",
            [("  const int swizzle = am % 8;\n", "  const int swizzle = 0;\n")],
