@@ -223,6 +223,15 @@ TEST_CASE("step 1: allocate_pinned returns page-locked memory that copies read d
     INFO("allocate_pinned returned pageable memory: allocate page-locked memory (step 1; ./lab hint 01)");
     REQUIRE(is_pinned(buf.p));
   }
+  {
+    unsigned flags = 0;
+    CUDA_CHECK(cudaHostGetFlags(&flags, buf.p));
+    INFO("allocate_pinned's memory is write-combined (cudaHostAllocWriteCombined): the round trips read results "
+         "back into it, and a CPU read of write-combined memory bypasses its caches — many times slower than one of "
+         "ordinary pinned memory. Write-combining suits a buffer the host only writes; keep the default flags here "
+         "(step 1; ./lab hint 01)");
+    CHECK((flags & cudaHostAllocWriteCombined) == 0);
+  }
   cml::DeviceBuffer<std::byte> device(n);
   cml::Stream stream;
   cml::trace::Recorder recorder;

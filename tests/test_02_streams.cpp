@@ -232,6 +232,8 @@ TEST_CASE("step 1: allocate_host_ints gives pinned memory and free_host_ints rel
   int* p = ch02::allocate_host_ints(n);
   const bool pinned = is_pinned(p);
   if (pinned) std::fill(p, p + n, 7);  // the whole range is usable
+  unsigned flags = 0;  // how it was allocated: cudaHostAlloc's flags
+  if (pinned) CUDA_CHECK(cudaHostGetFlags(&flags, p));
   cml::api::Calls calls;
   {
     cml::test::CrashNote note(kFreeHostIntsCrash);
@@ -243,6 +245,13 @@ TEST_CASE("step 1: allocate_host_ints gives pinned memory and free_host_ints rel
        "when the data is consumed, so it cannot overlap a kernel. Allocate page-locked memory (step 1; ./lab hint 02)");
   REQUIRE(pinned);
   CML_REQUIRE_API_OK(calls);
+  {
+    INFO("allocate_host_ints's memory is write-combined (cudaHostAllocWriteCombined): the host reads the results "
+         "from these buffers, and a CPU read of write-combined memory bypasses its caches — many times slower than "
+         "a read of ordinary pinned memory. Write-combining suits buffers the host only writes; keep the default "
+         "flags here (step 1; ./lab hint 02)");
+    CHECK((flags & cudaHostAllocWriteCombined) == 0);
+  }
   INFO("free_host_ints made " << cml::test::count_calls(calls, "cudaFreeHost") << " cudaFreeHost call(s): release "
        "page-locked memory with cudaFreeHost, or it stays locked (step 1)");
   CHECK(cml::test::count_calls(calls, "cudaFreeHost") == 1);

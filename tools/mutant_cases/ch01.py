@@ -16,6 +16,11 @@ PREPARE = ("void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,\n"
            "                        [[maybe_unused]] cudaStream_t stream) {}")
 
 MUTANTS = [
+    # Pinned, but write-combined: copies are as fast and as asynchronous, and every host read
+    # of what came back goes around the CPU's caches. Only the allocation's flags show it.
+    Mutant("allocate_pinned write-combined",
+           [("  CUDA_CHECK(cudaMallocHost(&p, bytes));", "  CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocWriteCombined));")],
+           "[step1][mechanism]", "write-combined (cudaHostAllocWriteCombined)"),
     # ---- step 1: pinned memory, new and in place ------------------------------------
     Mutant("pageable allocate_pinned",
            [CSTDLIB, (ALLOC, "  p = std::malloc(bytes);\n  return p;"), (FREE, "void free_pinned(void* p) { std::free(p); }")],

@@ -8,6 +8,12 @@ DEPTH_LOOP = ("      copy_out(p, k, stream_of(c));\n      done(c);\n")
 PLAN_RETURN = "  return Plan{streams, best_chunks, IssueOrder::Depth};"
 
 MUTANTS = [
+    # Pinned, but write-combined: the overlap and the results stay right, and every host read
+    # of the results goes around the CPU's caches. Only the allocation's flags show it.
+    Mutant("host buffers allocated write-combined",
+           [("  CUDA_CHECK(cudaMallocHost(&p, count * sizeof(int)));",
+             "  CUDA_CHECK(cudaHostAlloc(&p, count * sizeof(int), cudaHostAllocWriteCombined));")],
+           "[step1][mechanism]", "write-combined (cudaHostAllocWriteCombined)"),
     # ---- step 1: streams, buffers, a pipeline that only enqueues -------------------------
     Mutant("null-stream",
      [("const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };",
