@@ -325,7 +325,7 @@ std::string mix_error(int n, int seed, const std::vector<float>& m) {
 // variable the compiler did not unroll (a loop left rolled), or registers spilled.
 std::string local_memory_error(const cml::sass::Function& k, const char* kernel, int step) {
   const std::size_t ldl = cml::sass::count(k, "LDL"), stl = cml::sass::count(k, "STL");
-  if (ldl + stl == 0 && k.resources.stack == 0) return "";
+  if (ldl + stl == 0 && k.resources.stack <= 0) return "";  // -1: no resource line read
   std::ostringstream s;
   s << kernel << " uses local memory (" << ldl << " LDL, " << stl << " STL, a " << k.resources.stack
     << "-byte stack frame";
