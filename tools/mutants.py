@@ -98,13 +98,56 @@ def write_if_changed(path, text):
         path.write_text(text)
 
 
+# C++ as tokens for matching an edit: a string or character literal, a word, or one other
+# character; comments and white space are what lies between tokens.
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|\w+|[^\w\s]')
+_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/', re.S)
+_GAP = r'(?:\s|//[^\n]*|/\*.*?\*/)*'
+
+
+def code_tokens(text):
+    """The tokens of `text` with its comments left out (a // inside a string stays)."""
+    tokens, at = [], 0
+    while at < len(text):
+        comment = _COMMENT.match(text, at)
+        if comment:
+            at = comment.end()
+            continue
+        token = _TOKEN.match(text, at)
+        if token:
+            tokens.append(token.group(0))
+            at = token.end()
+        else:
+            at += 1  # white space
+    return tokens
+
+
+def find_edit(text, old):
+    """Where `old` stands in `text`: (start, end), or None. Letter for letter first; else token
+    for token, whatever white space, line breaks and comments lie between the tokens, so that
+    reformatting or re-commenting a solution does not orphan its mutants."""
+    at = text.find(old)
+    if at >= 0:
+        return at, at + len(old)
+    tokens = code_tokens(old)
+    if not tokens:
+        return None
+    match = re.search(_GAP.join(re.escape(t) for t in tokens), text, re.S)
+    return (match.start(), match.end()) if match else None
+
+
 def apply(solution, edits):
     """The solution with the mutant's edits, or the first edit whose text is gone."""
     text = solution
     for old, new in edits:
-        if old not in text:
+        where = find_edit(text, old)
+        if where is None:
             return None, old
-        text = text.replace(old, new, 1)
+        start, end = where
+        if text[start:end] != old:  # matched by tokens: keep the solution's own indentation
+            new = new.strip("\n") if old.strip("\n") != old else new
+            new = new.lstrip(" ")
+        text = text[:start] + new + text[end:]
     return text, None
 
 
