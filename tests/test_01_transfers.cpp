@@ -194,7 +194,8 @@ void check_async_round_trips(unsigned seed_offset, const char* still_pageable) {
 // The kinds of memory the traced copies of one direction came from or went to.
 std::string kinds_of(const std::vector<cml::trace::CopyRecord>& copies, bool source) {
   std::string out;
-  for (const auto& c : copies) out += std::string(out.empty() ? "" : ", ") + cml::trace::to_string(source ? c.src : c.dst);
+  for (const auto& c : copies)
+    out += std::string(out.empty() ? "" : ", ") + cml::trace::to_string(source ? c.src : c.dst);
   return out.empty() ? "(no copy)" : out;
 }
 
@@ -202,19 +203,26 @@ std::string kinds_of(const std::vector<cml::trace::CopyRecord>& copies, bool sou
 
 // ---- Step 1 ------------------------------------------------------------------------------
 
-TEST_CASE("step 1: an asynchronous round trip through allocate_pinned's buffer returns at once and is exact", "[ch01][step1][correctness]") {
-  check_async_round_trips<Pinned>(11, "cudaMemcpyAsync into allocate_pinned's buffer waited for the work queued before "
-                                      "it: with pageable memory the copy cannot be asynchronous. Allocate page-locked "
-                                      "memory (step 1; ./lab hint 01)");
+TEST_CASE("step 1: an asynchronous round trip through allocate_pinned's buffer returns at once and is exact",
+          "[ch01][step1][correctness]") {
+  check_async_round_trips<Pinned>(11,
+                                  "cudaMemcpyAsync into allocate_pinned's buffer waited for the work queued before "
+                                  "it: with pageable memory the copy cannot be asynchronous. Allocate page-locked "
+                                  "memory (step 1; ./lab hint 01)");
 }
 
-TEST_CASE("step 1: an asynchronous round trip through a buffer pinned in place returns at once and is exact", "[ch01][step1][correctness]") {
-  check_async_round_trips<Registered>(12, "cudaMemcpyAsync into a buffer after pin_existing waited for the work queued "
-                                          "before it: the buffer is still pageable. Page-lock the range in place "
-                                          "(step 1; ./lab hint 01)");
+TEST_CASE("step 1: an asynchronous round trip through a buffer pinned in place returns at once and is exact",
+          "[ch01][step1][correctness]") {
+  check_async_round_trips<Registered>(12,
+                                      "cudaMemcpyAsync into a buffer after pin_existing waited for the work queued "
+                                      "before it: the buffer is still pageable. Page-lock the range in place "
+                                      "(step 1; ./lab hint 01)");
 }
 
-TEST_CASE("step 1: allocate_pinned returns page-locked memory that copies read directly, and free_pinned releases it with cudaFreeHost", "[ch01][step1][mechanism]") {
+TEST_CASE(
+    "step 1: allocate_pinned returns page-locked memory that copies read directly, and free_pinned releases it with "
+    "cudaFreeHost",
+    "[ch01][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = (4u << 20) + 5;
@@ -226,10 +234,11 @@ TEST_CASE("step 1: allocate_pinned returns page-locked memory that copies read d
   {
     unsigned flags = 0;
     CUDA_CHECK(cudaHostGetFlags(&flags, buf.p));
-    INFO("allocate_pinned's memory is write-combined (cudaHostAllocWriteCombined): the round trips read results "
-         "back into it, and a CPU read of write-combined memory bypasses its caches — many times slower than one of "
-         "ordinary pinned memory. Write-combining suits a buffer the host only writes; keep the default flags here "
-         "(step 1; ./lab hint 01)");
+    INFO(
+        "allocate_pinned's memory is write-combined (cudaHostAllocWriteCombined): the round trips read results "
+        "back into it, and a CPU read of write-combined memory bypasses its caches — many times slower than one of "
+        "ordinary pinned memory. Write-combining suits a buffer the host only writes; keep the default flags here "
+        "(step 1; ./lab hint 01)");
     CHECK((flags & cudaHostAllocWriteCombined) == 0);
   }
   cml::DeviceBuffer<std::byte> device(n);
@@ -245,7 +254,7 @@ TEST_CASE("step 1: allocate_pinned returns page-locked memory that copies read d
   REQUIRE(d2h.size() == 1);
   {
     INFO("the copy engine saw: host-to-device from " << kinds_of(h2d, true) << ", device-to-host into "
-                                                    << kinds_of(d2h, false) << " (step 1)");
+                                                     << kinds_of(d2h, false) << " (step 1)");
     CHECK(h2d[0].src == MemoryKind::Pinned);
     CHECK(d2h[0].dst == MemoryKind::Pinned);
   }
@@ -255,14 +264,17 @@ TEST_CASE("step 1: allocate_pinned returns page-locked memory that copies read d
   CML_REQUIRE_API_OK(calls);
   const int freed = cml::test::count_calls(calls, "cudaFreeHost");
   const int device_frees = cml::test::count_calls(calls, "cudaFree");
-  INFO("free_pinned made " << freed << " cudaFreeHost and " << device_frees << " cudaFree call(s)" << threw_text(r)
+  INFO("free_pinned made "
+       << freed << " cudaFreeHost and " << device_frees << " cudaFree call(s)" << threw_text(r)
        << ": page-locked memory stays locked until cudaFreeHost releases it; cudaFree is for device memory and "
-       "refuses it (step 1)");
+          "refuses it (step 1)");
   CHECK(freed == 1);
   CHECK(device_frees == 0);
 }
 
-TEST_CASE("step 1: pin_existing makes a buffer copy as pinned memory, and unpin_existing undoes it with cudaHostUnregister", "[ch01][step1][mechanism]") {
+TEST_CASE(
+    "step 1: pin_existing makes a buffer copy as pinned memory, and unpin_existing undoes it with cudaHostUnregister",
+    "[ch01][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = (4u << 20) + 77;
@@ -277,14 +289,16 @@ TEST_CASE("step 1: pin_existing makes a buffer copy as pinned memory, and unpin_
     REQUIRE(pinned);
   }
   {
-    INFO("after pin_existing the end of the range is still pageable: `bytes` is a length in bytes, and the whole "
-         "range [p, p + bytes) must be locked (step 1)");
+    INFO(
+        "after pin_existing the end of the range is still pageable: `bytes` is a length in bytes, and the whole "
+        "range [p, p + bytes) must be locked (step 1)");
     CHECK(is_pinned(buf.data() + n - 1));
   }
   {
     INFO("pin_existing allocated memory (" << cml::test::count_calls(pinning, "cudaMallocHost") << " cudaMallocHost, "
-         << cml::test::count_calls(pinning, "cudaHostAlloc") << " cudaHostAlloc): lock the pages the program "
-         "already has, with no new buffer and no copy (step 1)");
+                                           << cml::test::count_calls(pinning, "cudaHostAlloc")
+                                           << " cudaHostAlloc): lock the pages the program "
+                                              "already has, with no new buffer and no copy (step 1)");
     CHECK(cml::test::count_calls(pinning, "cudaMallocHost") + cml::test::count_calls(pinning, "cudaHostAlloc") == 0);
   }
   cml::DeviceBuffer<std::byte> device(n);
@@ -302,15 +316,19 @@ TEST_CASE("step 1: pin_existing makes a buffer copy as pinned memory, and unpin_
     INFO("the copy from the registered buffer came from " << kinds_of(h2d, true) << " memory (step 1)");
     CHECK(h2d[0].src == MemoryKind::Pinned);
   }
-  INFO("unpin_existing made " << cml::test::count_calls(calls, "cudaHostUnregister") << " cudaHostUnregister call(s) and "
-       "the buffer is " << (is_pinned(buf.data()) ? "still pinned" : "pageable") << threw_text(r) << ": what is registered must be "
-       "unregistered, once, or the pages stay locked (step 1)");
+  INFO("unpin_existing made " << cml::test::count_calls(calls, "cudaHostUnregister")
+                              << " cudaHostUnregister call(s) and "
+                                 "the buffer is "
+                              << (is_pinned(buf.data()) ? "still pinned" : "pageable") << threw_text(r)
+                              << ": what is registered must be "
+                                 "unregistered, once, or the pages stay locked (step 1)");
   CHECK(cml::test::count_calls(calls, "cudaHostUnregister") == 1);
   CHECK_FALSE(is_pinned(buf.data()));
 }
 
-TEST_CASE("step 1: every allocate_pinned call gives page-locked memory of its own, and free_pinned frees the one it is given",
-          "[ch01][step1][mechanism]") {
+TEST_CASE(
+    "step 1: every allocate_pinned call gives page-locked memory of its own, and free_pinned frees the one it is given",
+    "[ch01][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::vector<std::size_t> sizes = {4097, 1, (std::size_t{1} << 20) + 3};
@@ -323,12 +341,13 @@ TEST_CASE("step 1: every allocate_pinned call gives page-locked memory of its ow
   const std::string shared = cml::test::shared_ranges(ranges, "allocate_pinned's buffer");
   {
     INFO(shared << ": every call allocates a buffer of its own — one kept from an earlier call (a function-static) is "
-         "another caller's, and the first free_pinned frees both (step 1; ./lab hint 01)");
+                   "another caller's, and the first free_pinned frees both (step 1; ./lab hint 01)");
     REQUIRE(shared.empty());
   }
   for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("the buffer of call " << i + 1 << " (" << sizes[i] << " bytes) is not page-locked to its end: every call "
-         "allocates page-locked memory of the size it is asked for (step 1)");
+    INFO("the buffer of call " << i + 1 << " (" << sizes[i]
+                               << " bytes) is not page-locked to its end: every call "
+                                  "allocates page-locked memory of the size it is asked for (step 1)");
     CHECK((is_pinned(got[i]) && is_pinned(got[i] + sizes[i] - 1)));
   }
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -338,7 +357,8 @@ TEST_CASE("step 1: every allocate_pinned call gives page-locked memory of its ow
     for (const auto& c : r.calls.calls)
       if (cml::test::base_name(c.name) == "cudaFreeHost") (c.ptr == got[i] ? mine : others)++;
     INFO("free_pinned of call " << i + 1 << "'s buffer made " << mine << " cudaFreeHost of it and " << others
-         << " of other memory" << threw_text(r) << ": it releases the buffer it is given, once (step 1)");
+                                << " of other memory" << threw_text(r)
+                                << ": it releases the buffer it is given, once (step 1)");
     CHECK(mine == 1);
     CHECK(others == 0);
   }
@@ -365,7 +385,8 @@ TEST_CASE("step 1: pin_existing pins each range it is given, whole, and unpin_ex
   }
   const bool any = std::find(pinned.begin(), pinned.end(), true) != pinned.end();
   for (std::size_t i = 0; i < buffers.size(); ++i) {
-    INFO("after pin_existing on " << buffers.size() << " ranges, range " << i + 1 << " (" << sizes[i] << " bytes) is "
+    INFO("after pin_existing on "
+         << buffers.size() << " ranges, range " << i + 1 << " (" << sizes[i] << " bytes) is "
          << (pinned[i] ? "pinned" : "not pinned to its end") << ", registered " << registered[i] << " time(s): "
          << (any ? "every call pins the range it is given — a registration done once per process (a function-static "
                    "flag, std::call_once) pins the first range only"
@@ -382,12 +403,14 @@ TEST_CASE("step 1: pin_existing pins each range it is given, whole, and unpin_ex
     for (const auto& c : r.calls.calls)
       if (cml::test::base_name(c.name) == "cudaHostUnregister") (c.ptr == buffers[i].data() ? mine : others)++;
     INFO("unpin_existing of range " << i + 1 << " made " << mine << " cudaHostUnregister of it and " << others
-         << " of other ranges" << threw_text(r) << ": it undoes the registration of the range it is given (step 1)");
+                                    << " of other ranges" << threw_text(r)
+                                    << ": it undoes the registration of the range it is given (step 1)");
     CHECK(mine == 1);
     CHECK(others == 0);
     CHECK_FALSE(is_pinned(buffers[i].data()));
     for (std::size_t j = i + 1; j < buffers.size(); ++j) {
-      INFO("unpin_existing of range " << i + 1 << " left range " << j + 1 << " pageable: it unpins that one only (step 1)");
+      INFO("unpin_existing of range " << i + 1 << " left range " << j + 1
+                                      << " pageable: it unpins that one only (step 1)");
       CHECK((!pinned[j] || is_pinned(buffers[j].data())));
     }
   }
@@ -407,15 +430,16 @@ TEST_CASE("step 1: copies from pinned memory are faster than from pageable memor
   const auto copy_from = [&](const std::byte* src) {
     return [&, src](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(device.data(), src, n, cudaMemcpyHostToDevice, s)); };
   };
-  const auto stats =
-      cml::time_interleaved({copy_from(pinned.p), copy_from(pageable.get()), copy_from(reference.data())}, stream, {2, 10});
+  const auto stats = cml::time_interleaved(
+      {copy_from(pinned.p), copy_from(pageable.get()), copy_from(reference.data())}, stream, {2, 10});
   const double speedup = stats[1].median_ms / stats[0].median_ms;
   const double gap = stats[1].median_ms / stats[2].median_ms;  // what pinning buys on this machine
   const double bar = std::sqrt(gap);
-  INFO("64 MiB host-to-device: allocate_pinned's buffer " << cml::gbps(n, stats[0].median_ms) << " GB/s, pageable "
-       << cml::gbps(n, stats[1].median_ms) << " GB/s, a cudaMallocHost buffer " << cml::gbps(n, stats[2].median_ms)
-       << " GB/s; pageable time / yours " << cml::ratio_text(stats[1], stats[0]) << "; want at least "
-       << cml::fixed(bar, 2) << " (the geometric middle of this machine's gap, " << cml::fixed(gap, 2)
+  INFO("64 MiB host-to-device: allocate_pinned's buffer "
+       << cml::gbps(n, stats[0].median_ms) << " GB/s, pageable " << cml::gbps(n, stats[1].median_ms)
+       << " GB/s, a cudaMallocHost buffer " << cml::gbps(n, stats[2].median_ms) << " GB/s; pageable time / yours "
+       << cml::ratio_text(stats[1], stats[0]) << "; want at least " << cml::fixed(bar, 2)
+       << " (the geometric middle of this machine's gap, " << cml::fixed(gap, 2)
        << "): allocate page-locked memory (step 1)");
   if (gap < kMinPinnedGap)
     CML_SKIP("on this machine pinned memory copies only " + cml::fixed(gap, 2) +
@@ -428,7 +452,9 @@ TEST_CASE("step 1: copies from pinned memory are faster than from pageable memor
 
 TEST_CASE("step 2: send_batched puts every piece at its device offset", "[ch01][step2][correctness]") {
   cml::test::device();
-  struct Shape { std::size_t count, piece; };
+  struct Shape {
+    std::size_t count, piece;
+  };
   std::vector<Shape> shapes = {{1000, 4093}, {1, 1}, {37, 65536 + 16}, {1024, 4096}, {3000, 7}, {2, 1u << 20}};
   // And shapes from a seed that changes every run (printed), so no size can be special-cased.
   const unsigned seed = std::random_device{}();
@@ -445,7 +471,9 @@ TEST_CASE("step 2: send_batched puts every piece at its device offset", "[ch01][
   }
 }
 
-TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinned staging, then unpacks them on the GPU", "[ch01][step2][mechanism]") {
+TEST_CASE(
+    "step 2: send_batched moves all pieces in a few large copies from pinned staging, then unpacks them on the GPU",
+    "[ch01][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t count = 1000, piece = 4093, total = count * piece;
@@ -462,8 +490,9 @@ TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinn
   const std::size_t most = total / (64 * 1024);
   {
     INFO("send_batched issued " << h2d.size() << " host-to-device copies for " << count << " pieces of " << piece
-         << " bytes; want at most " << most << ": the fixed cost of a copy call is paid per call, so pack the pieces "
-         "and send them in a few copies (step 2; ./lab hint 01)");
+                                << " bytes; want at most " << most
+                                << ": the fixed cost of a copy call is paid per call, so pack the pieces "
+                                   "and send them in a few copies (step 2; ./lab hint 01)");
     REQUIRE(!h2d.empty());
     REQUIRE(h2d.size() <= most);
   }
@@ -472,22 +501,27 @@ TEST_CASE("step 2: send_batched moves all pieces in a few large copies from pinn
     CHECK(bytes == total);
   }
   for (const auto& c : h2d) {
-    INFO("a batched copy came from " << cml::trace::to_string(c.src) << " memory: copy from staging.host, which is "
-         "pinned (step 2)");
+    INFO("a batched copy came from " << cml::trace::to_string(c.src)
+                                     << " memory: copy from staging.host, which is "
+                                        "pinned (step 2)");
     CHECK(c.src == MemoryKind::Pinned);
   }
   const auto unpacks = t.kernels_named("unpack_kernel");
-  INFO("the trace shows " << unpacks.size() << " unpack kernel(s): the pieces reach their offsets on the GPU, "
-       "through launch_unpack (step 2)");
+  INFO("the trace shows " << unpacks.size()
+                          << " unpack kernel(s): the pieces reach their offsets on the GPU, "
+                             "through launch_unpack (step 2)");
   CHECK(!unpacks.empty());
 }
 
 // Both of the solution's paths: one thread packs a small batch, the pool's threads pack and
 // send a large one, each copy from its own thread: every copy must still go on `stream`.
-TEST_CASE("step 2: send_batched runs its copies, kernels and memsets on the stream it is given, and nothing elsewhere", "[ch01][step2][mechanism]") {
+TEST_CASE("step 2: send_batched runs its copies, kernels and memsets on the stream it is given, and nothing elsewhere",
+          "[ch01][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  struct Shape { std::size_t count, piece; };
+  struct Shape {
+    std::size_t count, piece;
+  };
   for (const Shape shape : {Shape{1000, 4093}, Shape{7, 1001}}) {
     CAPTURE(shape.count, shape.piece);
     ch01::PieceSet set(shape.count, shape.piece, 9);
@@ -499,15 +533,18 @@ TEST_CASE("step 2: send_batched runs its copies, kernels and memsets on the stre
     CML_REQUIRE_TRACE_OK(t);
     {
       INFO("the trace shows " << t.kernels_named("unpack_kernel").size() << " unpack kernel(s) and "
-           << t.copies_of(CopyKind::HtoD).size() << " host-to-device copies: the pieces go to the GPU by copies, and "
-           "to their offsets through launch_unpack (step 2)");
+                              << t.copies_of(CopyKind::HtoD).size()
+                              << " host-to-device copies: the pieces go to the GPU by copies, and "
+                                 "to their offsets through launch_unpack (step 2)");
       REQUIRE(!t.kernels_named("unpack_kernel").empty());
       REQUIRE(!t.copies_of(CopyKind::HtoD).empty());
     }
     const std::string elsewhere = cml::test::work_elsewhere(t, stream);
-    INFO("send_batched: " << elsewhere << ". Enqueue everything on `stream` (every cudaMemcpyAsync, memset and "
-         "launch gets it as its stream argument, from whichever thread issues it), so the caller's synchronisation "
-         "covers it and stream order puts the unpack after the copies (step 2; ./lab hint 01)");
+    INFO("send_batched: "
+         << elsewhere
+         << ". Enqueue everything on `stream` (every cudaMemcpyAsync, memset and "
+            "launch gets it as its stream argument, from whichever thread issues it), so the caller's synchronisation "
+            "covers it and stream order puts the unpack after the copies (step 2; ./lab hint 01)");
     CHECK(elsewhere.empty());
   }
 }
@@ -516,11 +553,15 @@ TEST_CASE("step 2: send_batched runs its copies, kernels and memsets on the stre
 // pinned staging.host, cross the bus once, in a few large copies, into staging.device,
 // and the kernel reads them there. A kernel handed staging.host reads pinned memory over
 // the bus instead: the pieces still land right and the copies still run (for nothing).
-TEST_CASE("step 2: the unpack kernel reads the packed pieces from staging.device, where the copy put them, not from pinned host memory",
-          "[ch01][step2][mechanism]") {
+TEST_CASE(
+    "step 2: the unpack kernel reads the packed pieces from staging.device, where the copy put them, not from pinned "
+    "host memory",
+    "[ch01][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
-  struct Shape { std::size_t count, piece; };
+  struct Shape {
+    std::size_t count, piece;
+  };
   for (const Shape sh : {Shape{1000, 4093}, Shape{16, 4093}, Shape{3, 7}}) {
     CAPTURE(sh.count, sh.piece);
     ch01::PieceSet set(sh.count, sh.piece, 9);
@@ -544,8 +585,9 @@ TEST_CASE("step 2: the unpack kernel reads the packed pieces from staging.device
     }
     const auto unpacks = cml::test::kernel_launches(rec.calls, "unpack_kernel");
     {
-      INFO("send_batched launched no unpack kernel: the pieces reach their offsets on the GPU, through launch_unpack "
-           "(step 2)");
+      INFO(
+          "send_batched launched no unpack kernel: the pieces reach their offsets on the GPU, through launch_unpack "
+          "(step 2)");
       REQUIRE(!unpacks.empty());
     }
     for (const auto& k : unpacks) {
@@ -561,7 +603,10 @@ TEST_CASE("step 2: the unpack kernel reads the packed pieces from staging.device
   }
 }
 
-TEST_CASE("step 2: send_batched only enqueues: it returns while a gate kernel holds its stream shut, and makes no blocking call", "[ch01][step2][mechanism]") {
+TEST_CASE(
+    "step 2: send_batched only enqueues: it returns while a gate kernel holds its stream shut, and makes no blocking "
+    "call",
+    "[ch01][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   ch01::PieceSet set(1000, 4093, 7);
@@ -578,14 +623,14 @@ TEST_CASE("step 2: packing and a few copies beat one cudaMemcpy per piece", "[ch
   cml::test::device();
   ch01::PieceSet set(1024, 4096, 8);
   cml::Stream stream;
-  const auto stats = cml::time_interleaved(
-      {[&](cudaStream_t s) { ch01::send_one_by_one(set.batch, s, true); },
-       [&](cudaStream_t s) { ch01::send_batched(set.batch, set.staging, s); }},
-      stream, {2, 15}, cml::Clock::Host);
+  const auto stats = cml::time_interleaved({[&](cudaStream_t s) { ch01::send_one_by_one(set.batch, s, true); },
+                                            [&](cudaStream_t s) { ch01::send_batched(set.batch, set.staging, s); }},
+                                           stream, {2, 15}, cml::Clock::Host);
   const double speedup = stats[0].median_ms / stats[1].median_ms;
-  INFO("1024 pieces of 4 KiB: one cudaMemcpy each " << cml::with_noise(stats[0]) << ", send_batched "
-       << cml::with_noise(stats[1]) << "; one by one / batched " << cml::ratio_text(stats[0], stats[1])
-       << "; want at least " << kBatchBar << ": pay the copy call's fixed cost once, not per piece (step 2)");
+  INFO("1024 pieces of 4 KiB: one cudaMemcpy each "
+       << cml::with_noise(stats[0]) << ", send_batched " << cml::with_noise(stats[1]) << "; one by one / batched "
+       << cml::ratio_text(stats[0], stats[1]) << "; want at least " << kBatchBar
+       << ": pay the copy call's fixed cost once, not per piece (step 2)");
   CHECK(speedup >= kBatchBar);
 }
 
@@ -603,21 +648,26 @@ TEST_CASE("step 3: a kernel reading the zero-copy buffer sees what the host wrot
     cml::DeviceBuffer<unsigned long long> sum(1);
     cml::Stream stream;
     ch01::sum_zero_copy(buf.z, n, 1, 1, sum.data(), stream);
-    INFO("the kernel's sum over the device view of the buffer differs from the host's: `device` must show the same "
-         "bytes as `host` (step 3)");
+    INFO(
+        "the kernel's sum over the device view of the buffer differs from the host's: `device` must show the same "
+        "bytes as `host` (step 3)");
     CHECK(ch01::read_sum(sum.data(), stream) == want);
   }
 }
 
-TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues, on its stream alone", "[ch01][step3][mechanism]") {
+TEST_CASE(
+    "step 3: the kernel reads mapped host memory directly, with no copy, and prepare_for_device only enqueues, on its "
+    "stream alone",
+    "[ch01][step3][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = (4u << 20) + 3;
   ZeroCopyOwner buf(n * sizeof(std::uint32_t));
   ch01::fill_words(static_cast<std::uint32_t*>(buf.z.host), n, 21);
   {
-    INFO("allocate_zero_copy's device pointer is not host memory: the kernel must read the host's buffer itself, "
-         "through a device view of mapped page-locked memory (step 3; ./lab hint 01)");
+    INFO(
+        "allocate_zero_copy's device pointer is not host memory: the kernel must read the host's buffer itself, "
+        "through a device view of mapped page-locked memory (step 3; ./lab hint 01)");
     REQUIRE(is_pinned(buf.z.device));
   }
   cml::DeviceBuffer<unsigned long long> sum(1);
@@ -638,18 +688,21 @@ TEST_CASE("step 3: the kernel reads mapped host memory directly, with no copy, a
   // The kernel's own record proves the trace saw this work: only then is "no copy" evidence.
   REQUIRE(t.kernels_named("sum_kernel").size() == 1);
   {
-    INFO("prepare_for_device and the kernel caused " << t.copies.size() << " copies: with mapped memory "
-         "the kernel reads the host's bytes itself, so there is nothing to copy (step 3)");
+    INFO("prepare_for_device and the kernel caused "
+         << t.copies.size()
+         << " copies: with mapped memory "
+            "the kernel reads the host's bytes itself, so there is nothing to copy (step 3)");
     CHECK(t.copies.empty());
   }
   {
     const std::string elsewhere = cml::test::work_elsewhere(t, stream);
-    INFO("prepare_for_device: " << elsewhere << ". Whatever it enqueues goes on the stream it is given, where the "
-         "kernel that follows is ordered after it; with zero-copy that is nothing (step 3)");
+    INFO("prepare_for_device: " << elsewhere
+                                << ". Whatever it enqueues goes on the stream it is given, where the "
+                                   "kernel that follows is ordered after it; with zero-copy that is nothing (step 3)");
     CHECK(elsewhere.empty());
   }
   INFO("prepare_for_device enqueued " << t.memsets.size() << " memset(s) and " << t.kernels.size() - 1
-       << " kernel(s) of its own: with zero-copy there is nothing to prepare (step 3)");
+                                      << " kernel(s) of its own: with zero-copy there is nothing to prepare (step 3)");
   CHECK(t.memsets.empty());
   CHECK(t.kernels.size() == 1);
 }
@@ -672,8 +725,9 @@ TEST_CASE("step 3: every allocate_zero_copy call maps a buffer of its own, its d
   }
   {
     const std::string shared = cml::test::shared_ranges(devices, "allocate_zero_copy's device pointer");
-    INFO(shared << ": the device pointer of one buffer is the device view of another buffer — each call asks for the "
-         "device view of the buffer it just allocated, not one kept from an earlier call (step 3; ./lab hint 01)");
+    INFO(shared
+         << ": the device pointer of one buffer is the device view of another buffer — each call asks for the "
+            "device view of the buffer it just allocated, not one kept from an earlier call (step 3; ./lab hint 01)");
     REQUIRE(shared.empty());
   }
   cml::DeviceBuffer<unsigned long long> sum(1);
@@ -682,13 +736,16 @@ TEST_CASE("step 3: every allocate_zero_copy call maps a buffer of its own, its d
     const unsigned long long want =
         ch01::fill_words(static_cast<std::uint32_t*>(bufs[i]->z.host), words[i], 40 + static_cast<unsigned>(i));
     ch01::sum_zero_copy(bufs[i]->z, words[i], 1, 1, sum.data(), stream);
-    INFO("buffer " << i + 1 << " of " << bufs.size() << ": the kernel's sum over its device view differs from its "
-         "host bytes' sum: its `device` is not the device view of its own `host` (step 3)");
+    INFO("buffer " << i + 1 << " of " << bufs.size()
+                   << ": the kernel's sum over its device view differs from its "
+                      "host bytes' sum: its `device` is not the device view of its own `host` (step 3)");
     CHECK(ch01::read_sum(sum.data(), stream) == want);
   }
 }
 
-TEST_CASE("step 3: free_zero_copy releases the mapped buffer with cudaFreeHost, and nothing was allocated on the device", "[ch01][step3][mechanism]") {
+TEST_CASE(
+    "step 3: free_zero_copy releases the mapped buffer with cudaFreeHost, and nothing was allocated on the device",
+    "[ch01][step3][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   cml::api::Recorder alloc_calls;
@@ -700,13 +757,16 @@ TEST_CASE("step 3: free_zero_copy releases the mapped buffer with cudaFreeHost, 
   CML_REQUIRE_API_OK(allocating);
   CML_REQUIRE_API_OK(calls);
   {
-    INFO("allocate_zero_copy called cudaMalloc " << cml::test::count_calls(allocating, "cudaMalloc") << " time(s): "
-         "zero-copy needs no device buffer, the kernel reads the host's (step 3)");
+    INFO("allocate_zero_copy called cudaMalloc "
+         << cml::test::count_calls(allocating, "cudaMalloc")
+         << " time(s): "
+            "zero-copy needs no device buffer, the kernel reads the host's (step 3)");
     CHECK(cml::test::count_calls(allocating, "cudaMalloc") == 0);
   }
   INFO("free_zero_copy made " << cml::test::count_calls(calls, "cudaFreeHost") << " cudaFreeHost and "
-       << cml::test::count_calls(calls, "cudaFree") << " cudaFree call(s)" << threw_text(r) << ": release the mapped buffer with "
-       "cudaFreeHost, once (step 3)");
+                              << cml::test::count_calls(calls, "cudaFree") << " cudaFree call(s)" << threw_text(r)
+                              << ": release the mapped buffer with "
+                                 "cudaFreeHost, once (step 3)");
   CHECK(cml::test::count_calls(calls, "cudaFreeHost") == 1);
   CHECK(cml::test::count_calls(calls, "cudaFree") == 0);
 }
@@ -726,8 +786,12 @@ TEST_CASE("step 2: measure both sides of the speed bars", "[ch01][step2][.measur
   for (int run = 0; run < 5; ++run) {
     const auto st = cml::time_interleaved(
         {[&](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(device.data(), pinned.p, n, cudaMemcpyHostToDevice, s)); },
-         [&](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(device.data(), pageable.get(), n, cudaMemcpyHostToDevice, s)); },
-         [&](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(device.data(), pageable2.get(), n, cudaMemcpyHostToDevice, s)); }},
+         [&](cudaStream_t s) {
+           CUDA_CHECK(cudaMemcpyAsync(device.data(), pageable.get(), n, cudaMemcpyHostToDevice, s));
+         },
+         [&](cudaStream_t s) {
+           CUDA_CHECK(cudaMemcpyAsync(device.data(), pageable2.get(), n, cudaMemcpyHostToDevice, s));
+         }},
         stream, {2, 10});
     std::printf("pinned-bar run %d pageable/allocate_pinned %.3f  pageable/pageable (the mistake) %.3f\n", run,
                 st[1].median_ms / st[0].median_ms, st[1].median_ms / st[2].median_ms);
@@ -743,16 +807,15 @@ TEST_CASE("step 2: measure both sides of the speed bars", "[ch01][step2][.measur
     ch01::launch_unpack(set.staging.device, set.batch, s);
   };
   for (int run = 0; run < 5; ++run) {
-    const auto st = cml::time_interleaved(
-        {[&](cudaStream_t s) { ch01::send_one_by_one(set.batch, s, true); },
-         [&](cudaStream_t s) { ch01::send_batched(set.batch, set.staging, s); },
-         pack_then_copy,
-         [&](cudaStream_t s) { ch01::send_one_by_one(set.batch, s, false); }},
-        stream, {2, 15}, cml::Clock::Host);
-    std::printf("batch-bar run %d one-by-one/send_batched %.2f  one-by-one/pack-then-copy %.2f  "
-                "one-by-one/async-per-piece (the mistake) %.2f\n",
-                run, st[0].median_ms / st[1].median_ms, st[0].median_ms / st[2].median_ms,
-                st[0].median_ms / st[3].median_ms);
+    const auto st =
+        cml::time_interleaved({[&](cudaStream_t s) { ch01::send_one_by_one(set.batch, s, true); },
+                               [&](cudaStream_t s) { ch01::send_batched(set.batch, set.staging, s); }, pack_then_copy,
+                               [&](cudaStream_t s) { ch01::send_one_by_one(set.batch, s, false); }},
+                              stream, {2, 15}, cml::Clock::Host);
+    std::printf(
+        "batch-bar run %d one-by-one/send_batched %.2f  one-by-one/pack-then-copy %.2f  "
+        "one-by-one/async-per-piece (the mistake) %.2f\n",
+        run, st[0].median_ms / st[1].median_ms, st[0].median_ms / st[2].median_ms, st[0].median_ms / st[3].median_ms);
   }
   std::fflush(stdout);
   SUCCEED();

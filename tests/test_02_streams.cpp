@@ -149,14 +149,16 @@ PlanRun run_plan(Setup& s, const ch02::Plan* forced = nullptr, int iters = 7) {
          CUDA_CHECK(cudaMemcpyAsync(s.problem.host_out, s.problem.device_out, bytes, cudaMemcpyDeviceToHost, b));
        },
        [&](cudaStream_t x) {
-         ch02::launch_add(s.problem.device_in, s.problem.device_out, s.problem.n, s.problem.cycles, s.problem.add_value, x);
+         ch02::launch_add(s.problem.device_in, s.problem.device_out, s.problem.n, s.problem.cycles, s.problem.add_value,
+                          x);
        }},
       stream, {2, iters}, cml::Clock::Host);
   r.sequential = st[0];
   r.staged = st[1];
   r.both = st[2];
   r.kernel = st[3];
-  const auto v = ch02::verify_pipeline(s.problem, [&] { ch02::run_staged(s.problem, streams.s, r.plan.chunks, r.plan.order); });
+  const auto v =
+      ch02::verify_pipeline(s.problem, [&] { ch02::run_staged(s.problem, streams.s, r.plan.chunks, r.plan.order); });
   r.ok = v.ok;
   r.wrong = v.describe();
   return r;
@@ -174,7 +176,8 @@ std::size_t fitting(std::size_t want) {
 
 // ---- Step 1 ------------------------------------------------------------------------------
 
-TEST_CASE("step 1: the staged pipeline gives the right result through your streams and buffers", "[ch02][step1][correctness]") {
+TEST_CASE("step 1: the staged pipeline gives the right result through your streams and buffers",
+          "[ch02][step1][correctness]") {
   cml::test::device();
   Setup s((1 << 20) + 13, 16);
   Streams streams(4);
@@ -185,7 +188,10 @@ TEST_CASE("step 1: the staged pipeline gives the right result through your strea
   }
 }
 
-TEST_CASE("step 1: create_streams gives distinct streams that never wait for the legacy stream, and destroy_streams destroys them", "[ch02][step1][mechanism]") {
+TEST_CASE(
+    "step 1: create_streams gives distinct streams that never wait for the legacy stream, and destroy_streams destroys "
+    "them",
+    "[ch02][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const int count = 5;
@@ -204,9 +210,10 @@ TEST_CASE("step 1: create_streams gives distinct streams that never wait for the
       unsigned flags = 0;
       CUDA_CHECK(cudaStreamGetFlags(s, &flags));
       if ((flags & cudaStreamNonBlocking) == 0)
-        problem = "create_streams made blocking streams: they wait for work on the legacy NULL stream, and it for "
-                  "them, so a stray call on it (a cudaMemset, a library that takes no stream) serialises your "
-                  "pipeline. Create them non-blocking";
+        problem =
+            "create_streams made blocking streams: they wait for work on the legacy NULL stream, and it for "
+            "them, so a stray call on it (a cudaMemset, a library that takes no stream) serialises your "
+            "pipeline. Create them non-blocking";
     }
   // Destroying what create_streams returned may fail when it was wrong (the NULL stream
   // cannot be destroyed): the diagnosis of create_streams still comes first.
@@ -218,21 +225,23 @@ TEST_CASE("step 1: create_streams gives distinct streams that never wait for the
   REQUIRE(destroyed_calls.threw.empty());
   CML_REQUIRE_API_OK(calls);
   const int destroyed = cml::test::count_calls(calls, "cudaStreamDestroy");
-  INFO("destroy_streams destroyed " << destroyed << " of the " << count << " streams create_streams made: each one "
-       "created must be destroyed (step 1)");
+  INFO("destroy_streams destroyed " << destroyed << " of the " << count
+                                    << " streams create_streams made: each one "
+                                       "created must be destroyed (step 1)");
   CHECK(destroyed == count);
   INFO("destroy_streams left " << streams.size() << " entries in the vector: clear it, the streams are gone (step 1)");
   CHECK(streams.empty());
 }
 
-TEST_CASE("step 1: allocate_host_ints gives pinned memory and free_host_ints releases it with the matching call", "[ch02][step1][mechanism]") {
+TEST_CASE("step 1: allocate_host_ints gives pinned memory and free_host_ints releases it with the matching call",
+          "[ch02][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = 100003;
   int* p = ch02::allocate_host_ints(n);
   const bool pinned = is_pinned(p);
   if (pinned) std::fill(p, p + n, 7);  // the whole range is usable
-  unsigned flags = 0;  // how it was allocated: cudaHostAlloc's flags
+  unsigned flags = 0;                  // how it was allocated: cudaHostAlloc's flags
   if (pinned) CUDA_CHECK(cudaHostGetFlags(&flags, p));
   cml::api::Calls calls;
   {
@@ -241,23 +250,28 @@ TEST_CASE("step 1: allocate_host_ints gives pinned memory and free_host_ints rel
     ch02::free_host_ints(p);
     calls = recorder.stop();
   }
-  INFO("allocate_host_ints returned pageable memory: a cudaMemcpyAsync from it is staged by the CPU and returns only "
-       "when the data is consumed, so it cannot overlap a kernel. Allocate page-locked memory (step 1; ./lab hint 02)");
+  INFO(
+      "allocate_host_ints returned pageable memory: a cudaMemcpyAsync from it is staged by the CPU and returns only "
+      "when the data is consumed, so it cannot overlap a kernel. Allocate page-locked memory (step 1; ./lab hint 02)");
   REQUIRE(pinned);
   CML_REQUIRE_API_OK(calls);
   {
-    INFO("allocate_host_ints's memory is write-combined (cudaHostAllocWriteCombined): the host reads the results "
-         "from these buffers, and a CPU read of write-combined memory bypasses its caches — many times slower than "
-         "a read of ordinary pinned memory. Write-combining suits buffers the host only writes; keep the default "
-         "flags here (step 1; ./lab hint 02)");
+    INFO(
+        "allocate_host_ints's memory is write-combined (cudaHostAllocWriteCombined): the host reads the results "
+        "from these buffers, and a CPU read of write-combined memory bypasses its caches — many times slower than "
+        "a read of ordinary pinned memory. Write-combining suits buffers the host only writes; keep the default "
+        "flags here (step 1; ./lab hint 02)");
     CHECK((flags & cudaHostAllocWriteCombined) == 0);
   }
-  INFO("free_host_ints made " << cml::test::count_calls(calls, "cudaFreeHost") << " cudaFreeHost call(s): release "
-       "page-locked memory with cudaFreeHost, or it stays locked (step 1)");
+  INFO("free_host_ints made " << cml::test::count_calls(calls, "cudaFreeHost")
+                              << " cudaFreeHost call(s): release "
+                                 "page-locked memory with cudaFreeHost, or it stays locked (step 1)");
   CHECK(cml::test::count_calls(calls, "cudaFreeHost") == 1);
 }
 
-TEST_CASE("step 1: run_staged only enqueues: it returns while gate kernels hold its streams shut, and makes no blocking call", "[ch02][step1][mechanism]") {
+TEST_CASE(
+    "step 1: run_staged only enqueues: it returns while gate kernels hold its streams shut, and makes no blocking call",
+    "[ch02][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   Setup s((4 << 20) + 3, 8);
@@ -304,13 +318,15 @@ TEST_CASE("step 1: the staged pipeline overlaps copies with kernels on your stre
   for (const auto& k : kernels) used.insert(k.stream_id);
   for (const auto& c : t.copies) used.insert(c.stream_id);
   {
-    INFO("work ran on the legacy NULL stream, which waits for all other work and makes it wait: give chunk c's "
-         "copies and kernel to streams[c % streams.size()] (step 1)");
+    INFO(
+        "work ran on the legacy NULL stream, which waits for all other work and makes it wait: give chunk c's "
+        "copies and kernel to streams[c % streams.size()] (step 1)");
     REQUIRE(used.count(legacy) == 0);
   }
   {
     INFO("run_staged issued " << kernels.size() << " kernels, " << in.size() << " copies in and " << out.size()
-         << " copies out for " << chunks << " chunks: give every chunk its own copy in, kernel and copy out (step 1)");
+                              << " copies out for " << chunks
+                              << " chunks: give every chunk its own copy in, kernel and copy out (step 1)");
     REQUIRE(kernels.size() == chunks);
     REQUIRE(in.size() == chunks);
     REQUIRE(out.size() == chunks);
@@ -326,8 +342,9 @@ TEST_CASE("step 1: the staged pipeline overlaps copies with kernels on your stre
       const std::uint32_t id = cml::trace::stream_id_of(st);
       even = even && kernels_on.count(id) && kernels_on[id] == static_cast<int>(chunks / streams.s.size());
     }
-    INFO("kernels per stream: " << spread.str() << " (" << used.size() << " stream(s) used): chunk c goes to "
-         "streams[c % streams.size()], and to no other stream (step 1)");
+    INFO("kernels per stream: " << spread.str() << " (" << used.size()
+                                << " stream(s) used): chunk c goes to "
+                                   "streams[c % streams.size()], and to no other stream (step 1)");
     CHECK(even);
   }
   {
@@ -346,24 +363,29 @@ TEST_CASE("step 1: the staged pipeline overlaps copies with kernels on your stre
       got << (c ? ", " : "") << (at < streams.s.size() ? std::to_string(at) : std::string("?"));
       dealt = dealt && at == c % streams.s.size();
     }
-    INFO("the kernels, in the order issued, ran on streams[" << got.str() << "] of " << streams.s.size()
+    INFO("the kernels, in the order issued, ran on streams["
+         << got.str() << "] of " << streams.s.size()
          << ": chunk c goes to streams[c % streams.size()] — dealt round robin, not in blocks — and the chunks are "
-         "issued in increasing c (step 1; ./lab hint 02)");
+            "issued in increasing c (step 1; ./lab hint 02)");
     CHECK(dealt);
   }
   for (const auto& c : in) {
-    INFO("a copy in came from " << cml::trace::to_string(c.src) << " memory: a copy from pageable memory is staged by "
-         "the CPU and cannot overlap; use allocate_host_ints's page-locked buffers (step 1)");
+    INFO("a copy in came from " << cml::trace::to_string(c.src)
+                                << " memory: a copy from pageable memory is staged by "
+                                   "the CPU and cannot overlap; use allocate_host_ints's page-locked buffers (step 1)");
     REQUIRE(c.src == MemoryKind::Pinned);
   }
   {
-    INFO("a copy and a kernel were in flight together for " << 100 * o.copy_kernel << "% of the run; want at least "
-         "50%. Something makes the work of different chunks wait for each other (step 1)");
+    INFO("a copy and a kernel were in flight together for "
+         << 100 * o.copy_kernel
+         << "% of the run; want at least "
+            "50%. Something makes the work of different chunks wait for each other (step 1)");
     CHECK(o.copy_kernel >= 0.5);
   }
   if (cml::test::device().async_engine_count >= 2) {
     INFO("copies in and out were in flight together for " << 100 * o.in_out << "% of the run; this GPU has "
-         << cml::test::device().async_engine_count << " copy engines, so they can overlap: want at least 20%");
+                                                          << cml::test::device().async_engine_count
+                                                          << " copy engines, so they can overlap: want at least 20%");
     CHECK(o.in_out >= 0.2);
   }
 }
@@ -371,7 +393,10 @@ TEST_CASE("step 1: the staged pipeline overlaps copies with kernels on your stre
 // The k-th copy in, kernel and copy out the host issued (CUPTI's correlation ids number the
 // calls in order) belong to chunk k: on a problem where no chunk is empty, each kind has one
 // per chunk (the overlap test above and the order test of step 2 ask the same).
-TEST_CASE("step 1: run_staged puts chunk c's copy in, kernel and copy out on streams[c % streams.size()], and nothing elsewhere", "[ch02][step1][mechanism]") {
+TEST_CASE(
+    "step 1: run_staged puts chunk c's copy in, kernel and copy out on streams[c % streams.size()], and nothing "
+    "elsewhere",
+    "[ch02][step1][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
   const std::size_t chunks = 7;  // not a multiple of the streams: chunks 3 and 6 wrap around
@@ -391,9 +416,11 @@ TEST_CASE("step 1: run_staged puts chunk c's copy in, kernel and copy out on str
     CML_REQUIRE_TRACE_OK(t);
     {
       const std::string elsewhere = cml::test::work_elsewhere(t, streams.s);
-      INFO("run_staged: " << elsewhere << ". Every copy, kernel and memset goes on a stream of `streams`: work "
-           "elsewhere is not ordered with the chunk it belongs to, and the caller's synchronisation of the streams "
-           "does not cover it (step 1; ./lab hint 02)");
+      INFO("run_staged: "
+           << elsewhere
+           << ". Every copy, kernel and memset goes on a stream of `streams`: work "
+              "elsewhere is not ordered with the chunk it belongs to, and the caller's synchronisation of the streams "
+              "does not cover it (step 1; ./lab hint 02)");
       REQUIRE(elsewhere.empty());
     }
     struct Op {
@@ -406,8 +433,8 @@ TEST_CASE("step 1: run_staged puts chunk c's copy in, kernel and copy out on str
     std::string wrong;
     for (auto& [what, ops] : kinds) {
       {
-        INFO("run_staged issued " << ops.size() << " " << what << "(s) for " << chunks << " chunks of "
-             << s.problem.n << " ints: give every chunk its own copy in, kernel and copy out (step 1)");
+        INFO("run_staged issued " << ops.size() << " " << what << "(s) for " << chunks << " chunks of " << s.problem.n
+                                  << " ints: give every chunk its own copy in, kernel and copy out (step 1)");
         REQUIRE(ops.size() == chunks);
       }
       std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.correlation < b.correlation; });
@@ -419,9 +446,10 @@ TEST_CASE("step 1: run_staged puts chunk c's copy in, kernel and copy out on str
                   "]";
       }
     }
-    INFO(wrong << ": a chunk's copy in, kernel and copy out go on its one stream, in that order, so stream order "
-         "alone runs them one after the other, and chunk c goes to streams[c % streams.size()], the chunks issued "
-         "in increasing c (the k-th copy in, kernel and copy out issued are chunk k's) (step 1)");
+    INFO(wrong
+         << ": a chunk's copy in, kernel and copy out go on its one stream, in that order, so stream order "
+            "alone runs them one after the other, and chunk c goes to streams[c % streams.size()], the chunks issued "
+            "in increasing c (the k-th copy in, kernel and copy out issued are chunk k's) (step 1)");
     CHECK(wrong.empty());
   }
 }
@@ -435,7 +463,8 @@ TEST_CASE("step 1: every create_streams call gives new streams, and destroy_stre
   const std::vector<cudaStream_t> first_made = first, second_made = second;
   // The legacy stream is the other test's diagnosis (it names it first); here, what two
   // calls share.
-  const bool legacy = std::count(first.begin(), first.end(), nullptr) + std::count(second.begin(), second.end(), nullptr) > 0;
+  const bool legacy =
+      std::count(first.begin(), first.end(), nullptr) + std::count(second.begin(), second.end(), nullptr) > 0;
   std::string shared;
   for (std::size_t j = 0; j < second.size() && shared.empty() && !legacy; ++j)
     for (std::size_t i = 0; i < first.size(); ++i)
@@ -449,15 +478,16 @@ TEST_CASE("step 1: every create_streams call gives new streams, and destroy_stre
   {
     // Judged before any destroy: destroying a shared stream twice may crash the driver.
     INFO(shared << ": every call creates streams of its own — streams kept from an earlier call (a function-static "
-         "vector) are another caller's, and one destroy_streams leaves the other holding destroyed streams "
-         "(step 1; ./lab hint 02)");
+                   "vector) are another caller's, and one destroy_streams leaves the other holding destroyed streams "
+                   "(step 1; ./lab hint 02)");
     REQUIRE(shared.empty());
   }
   const cml::test::Recorded a = cml::test::record_calls([&] { ch02::destroy_streams(first); });
   const cml::test::Recorded b = cml::test::record_calls([&] { ch02::destroy_streams(second); });
   CML_REQUIRE_API_OK(a.calls);
   CML_REQUIRE_API_OK(b.calls);
-  for (const auto& [made, rec, which] : {std::tuple{&first_made, &a, "first"}, std::tuple{&second_made, &b, "second"}}) {
+  for (const auto& [made, rec, which] :
+       {std::tuple{&first_made, &a, "first"}, std::tuple{&second_made, &b, "second"}}) {
     std::vector<cudaStream_t> destroyed;
     for (const auto& c : rec->calls.calls)
       if (cml::test::base_name(c.name) == "cudaStreamDestroy") destroyed.push_back(c.stream);
@@ -465,14 +495,18 @@ TEST_CASE("step 1: every create_streams call gives new streams, and destroy_stre
     std::sort(want.begin(), want.end());
     std::sort(destroyed.begin(), destroyed.end());
     INFO("destroy_streams of the " << which << " call's " << want.size() << " streams destroyed " << destroyed.size()
-         << " stream(s)" << (rec->threw.empty() ? std::string() : " and failed: " + rec->threw) << ": it destroys "
-         "exactly the streams it is given, once each (step 1)");
+                                   << " stream(s)"
+                                   << (rec->threw.empty() ? std::string() : " and failed: " + rec->threw)
+                                   << ": it destroys "
+                                      "exactly the streams it is given, once each (step 1)");
     CHECK(destroyed == want);
   }
 }
 
-TEST_CASE("step 1: every allocate_host_ints call gives a pinned buffer of its own, and free_host_ints frees the one it is given",
-          "[ch02][step1][mechanism]") {
+TEST_CASE(
+    "step 1: every allocate_host_ints call gives a pinned buffer of its own, and free_host_ints frees the one it is "
+    "given",
+    "[ch02][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::vector<std::size_t> sizes = {1000, 100003, 7};
@@ -487,7 +521,8 @@ TEST_CASE("step 1: every allocate_host_ints call gives a pinned buffer of its ow
   if (shared.empty())
     for (std::size_t i = 0; i < got.size() && pageable.empty(); ++i)
       if (!is_pinned(got[i]) || !is_pinned(got[i] + sizes[i] - 1))
-        pageable = "the buffer of call " + std::to_string(i + 1) + " (" + std::to_string(sizes[i]) + " ints) is not "
+        pageable = "the buffer of call " + std::to_string(i + 1) + " (" + std::to_string(sizes[i]) +
+                   " ints) is not "
                    "page-locked to its end";
   std::vector<cml::test::Recorded> freed;
   {
@@ -498,8 +533,8 @@ TEST_CASE("step 1: every allocate_host_ints call gives a pinned buffer of its ow
   }
   {
     INFO(shared << ": every call allocates a buffer of its own — a buffer kept from an earlier call (a "
-         "function-static) is another caller's: the pipeline's input and output would be one array (step 1; "
-         "./lab hint 02)");
+                   "function-static) is another caller's: the pipeline's input and output would be one array (step 1; "
+                   "./lab hint 02)");
     REQUIRE(shared.empty());
   }
   {
@@ -512,20 +547,25 @@ TEST_CASE("step 1: every allocate_host_ints call gives a pinned buffer of its ow
     for (const auto& c : freed[i].calls.calls)
       if (cml::test::base_name(c.name) == "cudaFreeHost") (c.ptr == got[i] ? mine : others)++;
     INFO("free_host_ints of call " << i + 1 << "'s buffer made " << mine << " cudaFreeHost of it and " << others
-         << " of other memory" << (freed[i].threw.empty() ? std::string() : " (it failed: " + freed[i].threw + ")")
-         << ": it frees the buffer it is given, once (step 1)");
+                                   << " of other memory"
+                                   << (freed[i].threw.empty() ? std::string() : " (it failed: " + freed[i].threw + ")")
+                                   << ": it frees the buffer it is given, once (step 1)");
     CHECK(mine == 1);
     CHECK(others == 0);
   }
 }
 
-TEST_CASE("step 1: each chunk's kernel reads the device copy of its input and writes the device output, not the pinned host buffers",
-          "[ch02][step1][mechanism]") {
+TEST_CASE(
+    "step 1: each chunk's kernel reads the device copy of its input and writes the device output, not the pinned host "
+    "buffers",
+    "[ch02][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   Streams streams(3);
   // Large chunks and small ones: a shortcut taken for small chunks only shows on them.
-  struct Shape { std::size_t n, chunks; };
+  struct Shape {
+    std::size_t n, chunks;
+  };
   for (const Shape sh : {Shape{1000003, 7}, Shape{4096, 64}}) {
     for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
       CAPTURE(sh.n, sh.chunks, order_name(order));
@@ -580,10 +620,13 @@ TEST_CASE("step 1: each chunk's kernel reads the device copy of its input and wr
 
 // ---- Step 2 ------------------------------------------------------------------------------
 
-TEST_CASE("step 2: any size and chunk count gives the right result, in both issue orders", "[ch02][step2][correctness]") {
+TEST_CASE("step 2: any size and chunk count gives the right result, in both issue orders",
+          "[ch02][step2][correctness]") {
   cml::test::device();
   Streams streams(3);
-  struct Shape { std::size_t n, chunks; };
+  struct Shape {
+    std::size_t n, chunks;
+  };
   std::vector<Shape> shapes = {{8 * 1000 + 5, 8}, {1000003, 7}, {7, 8}, {1, 4}, {255, 256}, {4097, 1}, {999, 1000}};
   // Sizes from a seed that changes every run (printed), so no size can be special-cased.
   const unsigned seed = std::random_device{}();
@@ -594,7 +637,8 @@ TEST_CASE("step 2: any size and chunk count gives the right result, in both issu
     for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
       CAPTURE(sh.n, sh.chunks, order_name(order));
       Setup s(sh.n, 5);
-      const auto r = ch02::verify_pipeline(s.problem, [&] { ch02::run_staged(s.problem, streams.s, sh.chunks, order); });
+      const auto r =
+          ch02::verify_pipeline(s.problem, [&] { ch02::run_staged(s.problem, streams.s, sh.chunks, order); });
       INFO(r.describe() << " (every element in exactly one chunk, whatever n and the chunk count: step 2)");
       CHECK(r.ok);
     }
@@ -613,12 +657,12 @@ struct ChunkCalls {
     cudaStream_t stream;
   };
   struct Group {
-    std::size_t chunk = 0;       // what after_chunk was told
+    std::size_t chunk = 0;         // what after_chunk was told
     cudaStream_t given = nullptr;  // and the stream it was given
-    std::vector<Out> outs;       // the copies out issued since the previous after_chunk
+    std::vector<Out> outs;         // the copies out issued since the previous after_chunk
   };
   std::vector<Group> groups;
-  std::vector<Out> after_last;   // copies out issued after the last after_chunk
+  std::vector<Out> after_last;  // copies out issued after the last after_chunk
 };
 
 ChunkCalls chunk_calls(const cml::api::Calls& calls, const ch02::Problem& p, const std::vector<cudaStream_t>& given) {
@@ -651,11 +695,15 @@ std::string stream_name(cudaStream_t s, const std::vector<cudaStream_t>& streams
 
 }  // namespace
 
-TEST_CASE("step 2: every element is copied once, chunk by chunk in increasing c on streams[c % S], and after_chunk(c) follows chunk c's operations with its stream",
-          "[ch02][step2][mechanism]") {
+TEST_CASE(
+    "step 2: every element is copied once, chunk by chunk in increasing c on streams[c % S], and after_chunk(c) "
+    "follows chunk c's operations with its stream",
+    "[ch02][step2][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
-  struct Shape { std::size_t n, chunks; };
+  struct Shape {
+    std::size_t n, chunks;
+  };
   Streams streams(3);
   for (const Shape sh : {Shape{1000003, 7}, Shape{5, 8}, Shape{4096, 64}}) {
     for (const auto order : {ch02::IssueOrder::Breadth, ch02::IssueOrder::Depth}) {
@@ -679,8 +727,9 @@ TEST_CASE("step 2: every element is copied once, chunk by chunk in increasing c 
       for (const auto& c : t.copies_of(CopyKind::HtoD)) in += c.bytes;
       for (const auto& c : t.copies_of(CopyKind::DtoH)) out += c.bytes;
       {
-        INFO("bytes copied in " << in << ", out " << out << ", want " << sh.n * sizeof(int) << " each: lengths are "
-             "in bytes, and every element belongs to exactly one chunk (step 2)");
+        INFO("bytes copied in " << in << ", out " << out << ", want " << sh.n * sizeof(int)
+                                << " each: lengths are "
+                                   "in bytes, and every element belongs to exactly one chunk (step 2)");
         CHECK(in == sh.n * sizeof(int));
         CHECK(out == sh.n * sizeof(int));
       }
@@ -690,8 +739,9 @@ TEST_CASE("step 2: every element is copied once, chunk by chunk in increasing c 
         std::ostringstream seen;
         for (std::size_t i = 0; i < calls.size() && i < 12; ++i) seen << (i ? ", " : "") << calls[i];
         INFO("after_chunk was called " << calls.size() << " times for " << sh.chunks << " chunks, for chunks "
-             << seen.str() << (calls.size() > 12 ? ", ..." : "") << ": call p.after_chunk(c, stream) once per "
-             "chunk, empty ones included, in increasing c (step 2)");
+                                       << seen.str() << (calls.size() > 12 ? ", ..." : "")
+                                       << ": call p.after_chunk(c, stream) once per "
+                                          "chunk, empty ones included, in increasing c (step 2)");
         REQUIRE(calls == want);
       }
       const ChunkCalls cc = chunk_calls(issued, s.problem, given);
@@ -703,32 +753,35 @@ TEST_CASE("step 2: every element is copied once, chunk by chunk in increasing c 
         for (const auto& g : cc.groups)
           for (const auto& o : g.outs) {
             if (wrong.empty() && o.first != next)
-              wrong = "the copy out of elements [" + std::to_string(o.first) + ", " + std::to_string(o.first + o.count) +
-                      ") was issued " +
-                      (g.chunk == 0 ? std::string("first")
-                                    : "after after_chunk(" + std::to_string(g.chunk - 1) + ")") +
+              wrong = "the copy out of elements [" + std::to_string(o.first) + ", " +
+                      std::to_string(o.first + o.count) + ") was issued " +
+                      (g.chunk == 0 ? std::string("first") : "after after_chunk(" + std::to_string(g.chunk - 1) + ")") +
                       ", when the chunks issued before it ended at element " + std::to_string(next);
             next = o.first + o.count;
           }
-        INFO(wrong << ": the chunks are consecutive pieces of [0, n) issued in increasing c, chunk 0 first — chunk c "
-             "starts where chunk c - 1 ends. Issuing them stream by stream (chunks s, s + S, ... of each stream in "
-             "turn) issues them out of order (step 2; ./lab hint 02)");
+        INFO(wrong
+             << ": the chunks are consecutive pieces of [0, n) issued in increasing c, chunk 0 first — chunk c "
+                "starts where chunk c - 1 ends. Issuing them stream by stream (chunks s, s + S, ... of each stream in "
+                "turn) issues them out of order (step 2; ./lab hint 02)");
         REQUIRE(wrong.empty());
       }
       {
         INFO(cc.after_last.size() << " copy out(s) were issued after the last after_chunk call: after_chunk(c) comes "
-             "once chunk c's operations are issued, its copy out included (step 2)");
+                                     "once chunk c's operations are issued, its copy out included (step 2)");
         REQUIRE(cc.after_last.empty());
       }
       for (const auto& g : cc.groups) {
         const cudaStream_t want_stream = streams.s[g.chunk % streams.s.size()];
         for (const auto& o : g.outs) {
-          INFO("chunk " << g.chunk << "'s copy out went on " << stream_name(o.stream, streams.s) << ": chunk c goes to "
-               "streams[c % streams.size()], streams[" << g.chunk % streams.s.size() << "] here (step 2)");
+          INFO("chunk " << g.chunk << "'s copy out went on " << stream_name(o.stream, streams.s)
+                        << ": chunk c goes to "
+                           "streams[c % streams.size()], streams["
+                        << g.chunk % streams.s.size() << "] here (step 2)");
           CHECK(o.stream == want_stream);
         }
-        INFO("after_chunk(" << g.chunk << ") was given " << stream_name(g.given, streams.s) << ", another stream than "
-             "chunk c's, streams[c % streams.size()] (step 2)");
+        INFO("after_chunk(" << g.chunk << ") was given " << stream_name(g.given, streams.s)
+                            << ", another stream than "
+                               "chunk c's, streams[c % streams.size()] (step 2)");
         CHECK(g.given == want_stream);
       }
     }
@@ -761,9 +814,10 @@ TEST_CASE("step 2: run_staged issues its operations in the order asked", "[ch02]
       want = std::string(chunks, 'I') + std::string(chunks, 'K') + std::string(chunks, 'O');
     else
       for (std::size_t c = 0; c < chunks; ++c) want += "IKO";
-    INFO("run_staged issued " << got << " (I: a copy in, K: a kernel, O: a copy out); " << order_name(order) << " is " << want
+    INFO("run_staged issued "
+         << got << " (I: a copy in, K: a kernel, O: a copy out); " << order_name(order) << " is " << want
          << ": breadth-first issues every chunk's copy in, then every kernel, then every copy out; depth-first "
-         "issues chunk by chunk. Follow `order` (step 2)");
+            "issues chunk by chunk. Follow `order` (step 2)");
     CHECK(got == want);
   }
 }
@@ -774,7 +828,8 @@ TEST_CASE("step 2: more than 2^31 ints, where a 32-bit index or byte count overf
   // element 2^31 and every chunk holds more than 2^31 bytes.
   const std::size_t n = (std::size_t{1} << 31) + (std::size_t{1} << 29) + 4099;
   const std::size_t bytes = n * sizeof(int);
-  const std::size_t host = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+  const std::size_t host =
+      static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
   if (dev.free_bytes < 2 * bytes + (std::size_t{1} << 30) || host < 2 * bytes + (std::size_t{16} << 30))
     CML_SKIP("needs 21 GiB of free GPU memory and 36 GiB of host memory for 2^31 + 2^29 + 4099 ints each way");
   HostInts in(n), out(n);
@@ -813,14 +868,19 @@ TEST_CASE("step 2: more than 2^31 ints, where a 32-bit index or byte count overf
 
 // ---- Step 3 ------------------------------------------------------------------------------
 
-TEST_CASE("step 3: your plan comes close to the bound on a balanced, a copy-bound and a kernel-bound workload", "[ch02][step3][perf]") {
+TEST_CASE("step 3: your plan comes close to the bound on a balanced, a copy-bound and a kernel-bound workload",
+          "[ch02][step3][perf]") {
   CML_REQUIRE_NEED("copy_engines=2", "the bound of copies in both directions at once");
   const std::size_t n = fitting(std::size_t{64} << 20);  // 256 MiB each way, as in the chapter's figures
   Setup s(n, 0);
   const int balanced = balanced_cycles(s);
-  struct Workload { const char* name; int cycles; };
-  for (const Workload w : {Workload{"balanced (kernel as long as a copy)", balanced}, Workload{"copy-bound (cycles 0)", 0},
-                           Workload{"kernel-bound (3x the balanced cycles)", 3 * balanced}}) {
+  struct Workload {
+    const char* name;
+    int cycles;
+  };
+  for (const Workload w :
+       {Workload{"balanced (kernel as long as a copy)", balanced}, Workload{"copy-bound (cycles 0)", 0},
+        Workload{"kernel-bound (3x the balanced cycles)", 3 * balanced}}) {
     CAPTURE(w.name, w.cycles);
     s.problem.cycles = w.cycles;
     const PlanRun r = run_plan(s);
@@ -834,12 +894,12 @@ TEST_CASE("step 3: your plan comes close to the bound on a balanced, a copy-boun
       REQUIRE(r.ok);
     }
     INFO(w.name << ": phases in " << r.measured.h2d_ms << " ms, kernel " << r.measured.kernel_ms << " ms, out "
-         << r.measured.d2h_ms << " ms, both copies " << r.measured.both_ms << " ms, one chunk's fixed cost "
-         << r.measured.chunk_ms << " ms; your plan " << plan_text(r.plan)
-         << ": staged " << cml::with_noise(r.staged) << ", bound " << cml::with_noise(r.bound())
-         << " (sequential / staged " << cml::ratio_text(r.sequential, r.staged) << "); bound / staged "
-         << cml::ratio_text(r.bound(), r.staged) << ", want at least " << kPlanBar << ". " << plan_advice(r.plan)
-         << " (step 3; ./lab hint 02)");
+                << r.measured.d2h_ms << " ms, both copies " << r.measured.both_ms << " ms, one chunk's fixed cost "
+                << r.measured.chunk_ms << " ms; your plan " << plan_text(r.plan) << ": staged "
+                << cml::with_noise(r.staged) << ", bound " << cml::with_noise(r.bound()) << " (sequential / staged "
+                << cml::ratio_text(r.sequential, r.staged) << "); bound / staged "
+                << cml::ratio_text(r.bound(), r.staged) << ", want at least " << kPlanBar << ". " << plan_advice(r.plan)
+                << " (step 3; ./lab hint 02)");
     CHECK(r.efficiency() >= kPlanBar);
   }
 }
@@ -852,12 +912,13 @@ TEST_CASE("step 3: on a small problem your plan does not lose to the sequential 
     INFO(r.wrong);
     REQUIRE(r.ok);
   }
-  INFO("1 MiB each way, phases in " << r.measured.h2d_ms << " ms, kernel " << r.measured.kernel_ms << " ms, out "
-       << r.measured.d2h_ms << " ms, one chunk's fixed cost " << r.measured.chunk_ms << " ms; your plan "
-       << plan_text(r.plan) << ": sequential / staged " << cml::ratio_text(r.sequential, r.staged)
-       << ", want at least " << kSmallBar << ". Every chunk costs calls and set-up whatever its size (m.chunk_ms): "
-       "when the phases are this short, that cost is more than staging saves. Derive the chunk count from the "
-       "phases and the chunk cost you were given, not from one workload (step 3; ./lab hint 02)");
+  INFO("1 MiB each way, phases in "
+       << r.measured.h2d_ms << " ms, kernel " << r.measured.kernel_ms << " ms, out " << r.measured.d2h_ms
+       << " ms, one chunk's fixed cost " << r.measured.chunk_ms << " ms; your plan " << plan_text(r.plan)
+       << ": sequential / staged " << cml::ratio_text(r.sequential, r.staged) << ", want at least " << kSmallBar
+       << ". Every chunk costs calls and set-up whatever its size (m.chunk_ms): "
+          "when the phases are this short, that cost is more than staging saves. Derive the chunk count from the "
+          "phases and the chunk cost you were given, not from one workload (step 3; ./lab hint 02)");
   CHECK(r.speedup() >= kSmallBar);
 }
 

@@ -71,8 +71,12 @@ using cml::test::jitter;  // sizes no code can special-case
 // A table of its own and one lane over a managed buffer first touched on the CPU.
 struct Fixture {
   Fixture(std::size_t n, std::size_t table_n, unsigned seed)
-      : table(ch03::random_table(table_n, seed)), owner(n, table, cml::test::device().index, seed + 1),
-        data(owner.data), signal(owner.signal), lane(owner.lane), progress(owner.progress) {}
+      : table(ch03::random_table(table_n, seed)),
+        owner(n, table, cml::test::device().index, seed + 1),
+        data(owner.data),
+        signal(owner.signal),
+        lane(owner.lane),
+        progress(owner.progress) {}
   std::vector<unsigned> after_rounds(int rounds) const { return owner.after_rounds(rounds); }
   cml::ManagedBuffer<unsigned> table;
   ch03::LaneOwner owner;
@@ -179,16 +183,19 @@ std::string never_signalled_advice(const std::string& error, const ch03::Lane& l
   if (calls != nullptr && calls->ok) {
     int mine = 0, elsewhere = 0;
     for (const auto& c : calls->calls)
-      if (cml::test::base_name(c.name) == "cudaLaunchHostFunc" && c.ptr == &signal) (c.stream == lane.stream ? mine : elsewhere)++;
+      if (cml::test::base_name(c.name) == "cudaLaunchHostFunc" && c.ptr == &signal)
+        (c.stream == lane.stream ? mine : elsewhere)++;
     if (mine > round)
       return ". round " + std::to_string(round) + "'s host function was enqueued on lane.stream (" +
-             std::to_string(mine) + " for this signal) but never ran: something on lane.stream never finished "
+             std::to_string(mine) +
+             " for this signal) but never ran: something on lane.stream never finished "
              "(step 3; ./lab hint 03)";
     enqueued = std::to_string(mine) + " host function(s) had been enqueued on lane.stream for this lane's signal" +
                (elsewhere > 0 ? " (and " + std::to_string(elsewhere) + " on other streams)" : std::string()) + ", ";
   }
   return ". When run_lane waited for round " + std::to_string(round) + ", " + enqueued + "the signal had counted " +
-         std::to_string(signal.done()) + " round(s): round " + std::to_string(round) + "'s own host function was "
+         std::to_string(signal.done()) + " round(s): round " + std::to_string(round) +
+         "'s own host function was "
          "not enqueued before the wait. signal.wait_for(r) sleeps until that host function has run, so one enqueued "
          "after the wait (or never) is never reached: enqueue it first — on lane.stream, after the round's kernel "
          "and its move back, once per round — then wait (step 3; ./lab hint 03)";
@@ -225,32 +232,39 @@ void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race, c
   }
   const ch03::Progress& p = f.progress;
   {
-    INFO("run_lane launched " << p.launches << " GPU step(s) for " << rounds << " rounds: each round is "
-         "launch_gpu_step(lane, r) then host_step(lane, r), on the lane's thread (step 1; ./lab hint 03)");
+    INFO("run_lane launched "
+         << p.launches << " GPU step(s) for " << rounds
+         << " rounds: each round is "
+            "launch_gpu_step(lane, r) then host_step(lane, r), on the lane's thread (step 1; ./lab hint 03)");
     REQUIRE(p.launches == rounds);
   }
   std::vector<int> in_order;
   for (int r = 0; r < rounds; ++r) in_order.push_back(r);
   {
-    INFO("host_step ran for rounds " << rounds_text(p.host_steps) << "; want " << rounds_text(in_order)
+    INFO("host_step ran for rounds "
+         << rounds_text(p.host_steps) << "; want " << rounds_text(in_order)
          << ": one host step per round, in round order, after that round's GPU step (step 1)");
     REQUIRE(p.host_steps == in_order);
   }
   {
-    INFO("the host step of round(s) " << rounds_text(p.early_steps) << " began while that round's kernel was "
-         "still running" << (race ? " (each kernel waits " + cml::fixed(p.max_delay_ms / 4, 1) + " to " +
-                                   cml::fixed(p.max_delay_ms, 1) + " ms, at random, before writing)"
-                                 : std::string())
+    INFO("the host step of round(s) "
+         << rounds_text(p.early_steps)
+         << " began while that round's kernel was "
+            "still running"
+         << (race ? " (each kernel waits " + cml::fixed(p.max_delay_ms / 4, 1) + " to " +
+                        cml::fixed(p.max_delay_ms, 1) + " ms, at random, before writing)"
+                  : std::string())
          << ": a host that does not wait for the GPU races with it and may see old, new or mixed values. The host "
-         "may touch lane.data only once the lane's stream is done with it (step 1; ./lab hint 03)");
+            "may touch lane.data only once the lane's stream is done with it (step 1; ./lab hint 03)");
     REQUIRE(p.early_steps.empty());
   }
   // Not under compute-sanitizer (the sanitizer setups): its slowdown is no learner's pause.
   if (race && cml::test::whole_run_sanitizer().empty()) {
     const double extra = run.wall_ms - p.delays_ms;
     INFO("the rounds took " << cml::fixed(run.wall_ms, 1) << " ms, their kernels' waits " << cml::fixed(p.delays_ms, 1)
-         << " ms: " << cml::fixed(extra / rounds, 1) << " ms per round more than the GPU needed; want at most "
-         << kLateMsPerRound << ". A fixed pause is not a wait for the GPU: wait for the lane's stream (step 1)");
+                            << " ms: " << cml::fixed(extra / rounds, 1)
+                            << " ms per round more than the GPU needed; want at most " << kLateMsPerRound
+                            << ". A fixed pause is not a wait for the GPU: wait for the lane's stream (step 1)");
     CHECK(extra <= kLateMsPerRound * rounds);
   }
   const auto want = f.after_rounds(rounds);
@@ -259,7 +273,6 @@ void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race, c
   CHECK(r.ok);
 }
 
-
 // Lanes of different sizes sharing one table, each with its own buffer, stream and signal,
 // run at once on threads of their own, as the program runs them: a step done once per
 // process (a function-static, a std::call_once) instead of once per lane shows only with
@@ -267,8 +280,8 @@ void check_rounds(const Fixture& f, const LaneRun& run, int rounds, bool race, c
 struct ManyLanes {
   explicit ManyLanes(unsigned seed) : table(ch03::random_table(1009, seed)) {
     for (const std::size_t n : {jitter(65536 + 5), jitter(4096 + 3), jitter(777)})
-      lanes.push_back(std::make_unique<ch03::LaneOwner>(n, table, cml::test::device().index,
-                                                        seed + static_cast<unsigned>(n)));
+      lanes.push_back(
+          std::make_unique<ch03::LaneOwner>(n, table, cml::test::device().index, seed + static_cast<unsigned>(n)));
   }
   // run_lane on every lane at once: what each one threw ("" where nothing).
   std::vector<std::string> run(int rounds) {
@@ -332,8 +345,8 @@ struct ManyLanes {
   void check_results(const std::vector<std::string>& errors, int rounds, const char* step) const {
     for (std::size_t t = 0; t < lanes.size(); ++t) {
       {
-        INFO(describe(t) << ": run_lane threw: " << errors[t] << never_signalled_advice(errors[t], lanes[t]->lane,
-                                                                                        lanes[t]->signal, nullptr));
+        INFO(describe(t) << ": run_lane threw: " << errors[t]
+                         << never_signalled_advice(errors[t], lanes[t]->lane, lanes[t]->signal, nullptr));
         CHECK(errors[t].empty());
       }
       const auto want = lanes[t]->after_rounds(rounds);
@@ -385,15 +398,18 @@ TEST_CASE("step 1: several threads' rounds give the right result, each lane wait
   }
   if (calls.ok) {
     const int device_waits = cml::test::count_calls(calls, "cudaDeviceSynchronize");
-    INFO("run_lane called cudaDeviceSynchronize " << device_waits << " time(s): it waits for every lane's stream, "
-         "so each thread waits for all the others' kernels. Wait for this lane's stream only (step 1)");
+    INFO("run_lane called cudaDeviceSynchronize "
+         << device_waits
+         << " time(s): it waits for every lane's stream, "
+            "so each thread waits for all the others' kernels. Wait for this lane's stream only (step 1)");
     CHECK(device_waits == 0);
   }
 }
 
 // ---- Step 2 ------------------------------------------------------------------------------
 
-TEST_CASE("step 2: each buffer is attached to its own stream alone, before its first kernel", "[ch03][step2][mechanism]") {
+TEST_CASE("step 2: each buffer is attached to its own stream alone, before its first kernel",
+          "[ch03][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   Fixture f(jitter(65536 + 5), 1009, 2);
   cml::api::Recorder recorder;
@@ -405,24 +421,29 @@ TEST_CASE("step 2: each buffer is attached to its own stream alone, before its f
   for (const auto& c : calls.named("cudaStreamAttachMemAsync"))
     if (c.ptr == f.lane.data) attach.push_back(c);
   {
-    INFO("run_lane attached lane.data " << attach.size() << " time(s) in 2 rounds; want once, before the lane's "
-         "first kernel: tell the driver which stream's work uses lane.data (step 2; ./lab hint 03)");
+    INFO("run_lane attached lane.data "
+         << attach.size()
+         << " time(s) in 2 rounds; want once, before the lane's "
+            "first kernel: tell the driver which stream's work uses lane.data (step 2; ./lab hint 03)");
     REQUIRE(attach.size() == 1);
   }
   {
-    INFO("lane.data was attached to stream " << attach[0].stream << ", not to lane.stream (" << f.lane.stream
+    INFO("lane.data was attached to stream "
+         << attach[0].stream << ", not to lane.stream (" << f.lane.stream
          << "): attached to another stream, the buffer is that stream's business (step 2)");
     CHECK(attach[0].stream == f.lane.stream);
   }
   {
-    INFO("the attach flag was " << attach[0].flags << "; want cudaMemAttachSingle (" << cudaMemAttachSingle
+    INFO("the attach flag was "
+         << attach[0].flags << "; want cudaMemAttachSingle (" << cudaMemAttachSingle
          << "): only this stream's work uses the buffer (cudaMemAttachGlobal: every stream's; cudaMemAttachHost: "
-         "none) (step 2)");
+            "none) (step 2)");
     CHECK(attach[0].flags == cudaMemAttachSingle);
   }
   {
     INFO("the attach covered " << attach[0].bytes << " bytes; want 0 or the whole allocation ("
-         << f.lane.n * sizeof(unsigned) << "): a managed allocation is attached as a whole (step 2)");
+                               << f.lane.n * sizeof(unsigned)
+                               << "): a managed allocation is attached as a whole (step 2)");
     CHECK((attach[0].bytes == 0 || attach[0].bytes == f.lane.n * sizeof(unsigned)));
   }
   bool before_kernel = false;
@@ -433,16 +454,19 @@ TEST_CASE("step 2: each buffer is attached to its own stream alone, before its f
     }
     if (c.name.rfind("cudaLaunchKernel", 0) == 0) break;
   }
-  INFO("lane.data was attached after the lane's first kernel was launched: that kernel ran with the buffer "
-       "attached to every stream. Attach before the first round (step 2)");
+  INFO(
+      "lane.data was attached after the lane's first kernel was launched: that kernel ran with the buffer "
+      "attached to every stream. Attach before the first round (step 2)");
   CHECK(before_kernel);
 }
 
 // The activity trace says where the GPU work ran; the callback trace, which stream each
 // enqueueing call that takes one was given (the prefetches and host functions leave no
 // activity record with a stream).
-TEST_CASE("step 2: run_lane enqueues its kernels, copies, memsets, prefetches and host functions on lane.stream, and nothing elsewhere",
-          "[ch03][step2][mechanism]") {
+TEST_CASE(
+    "step 2: run_lane enqueues its kernels, copies, memsets, prefetches and host functions on lane.stream, and nothing "
+    "elsewhere",
+    "[ch03][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   Fixture f(jitter(65536 + 5), 1009, 9);
   const int rounds = 3;
@@ -455,15 +479,19 @@ TEST_CASE("step 2: run_lane enqueues its kernels, copies, memsets, prefetches an
   CML_REQUIRE_TRACE_OK(t);
   CML_REQUIRE_API_OK(calls);
   {
-    INFO("the trace shows " << t.kernels_named("gpu_step").size() << " GPU step(s) for " << rounds << " rounds: "
-         "each round is launch_gpu_step(lane, r) then host_step(lane, r) (step 1; ./lab hint 03)");
+    INFO(
+        "the trace shows " << t.kernels_named("gpu_step").size() << " GPU step(s) for " << rounds
+                           << " rounds: "
+                              "each round is launch_gpu_step(lane, r) then host_step(lane, r) (step 1; ./lab hint 03)");
     REQUIRE(t.kernels_named("gpu_step").size() == static_cast<std::size_t>(rounds));
   }
   {
     const std::string elsewhere = cml::test::work_elsewhere(t, f.lane.stream);
-    INFO("run_lane: " << elsewhere << ", not lane.stream: lane.data is the business of lane.stream alone, and "
-         "work elsewhere is not ordered with the lane's kernels, moves and host function, which tell the thread "
-         "when it may touch the data (step 2; ./lab hint 03)");
+    INFO("run_lane: "
+         << elsewhere
+         << ", not lane.stream: lane.data is the business of lane.stream alone, and "
+            "work elsewhere is not ordered with the lane's kernels, moves and host function, which tell the thread "
+            "when it may touch the data (step 2; ./lab hint 03)");
     CHECK(elsewhere.empty());
   }
   std::string wrong;
@@ -476,8 +504,9 @@ TEST_CASE("step 2: run_lane enqueues its kernels, copies, memsets, prefetches an
       wrong = o.str();
     }
   }
-  INFO("run_lane called " << wrong << ", not on lane.stream (" << f.lane.stream << "): what it enqueues for the "
-       "lane goes on the lane's stream, in the lane's order (step 2)");
+  INFO("run_lane called " << wrong << ", not on lane.stream (" << f.lane.stream
+                          << "): what it enqueues for the "
+                             "lane goes on the lane's stream, in the lane's order (step 2)");
   CHECK(wrong.empty());
 }
 
@@ -499,8 +528,11 @@ TEST_CASE("step 2: with several lanes in one process, each lane attaches its own
     const ch03::Lane& lane = m.lanes[t]->lane;
     const std::vector<cml::api::Call>& attach = attaches[t];
     {
-      INFO(m.describe(t) << ": its buffer was attached " << attach.size() << " time(s) in " << rounds << " rounds, "
-           "with " << m.lanes.size() << " lanes running at once; want once per lane. "
+      INFO(m.describe(t)
+           << ": its buffer was attached " << attach.size() << " time(s) in " << rounds
+           << " rounds, "
+              "with "
+           << m.lanes.size() << " lanes running at once; want once per lane. "
            << (some ? "An attach done once per process (a function-static flag, std::call_once) covers the first "
                       "lane's buffer only: every lane's buffer is its own stream's business"
                     : "Tell the driver which stream's work uses lane.data")
@@ -508,8 +540,9 @@ TEST_CASE("step 2: with several lanes in one process, each lane attaches its own
       CHECK(attach.size() == 1);
     }
     for (const auto& a : attach) {
-      INFO(m.describe(t) << ": its buffer was attached to " << m.owner(a.stream) << "'s stream, not its own: a "
-           "stream kept from an earlier call is another lane's (step 2)");
+      INFO(m.describe(t) << ": its buffer was attached to " << m.owner(a.stream)
+                         << "'s stream, not its own: a "
+                            "stream kept from an earlier call is another lane's (step 2)");
       CHECK(a.stream == lane.stream);
     }
   }
@@ -529,16 +562,19 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
   for (const auto& c : calls.calls)
     if (cml::test::base_name(c.name) == "cudaLaunchHostFunc") host_funcs.push_back(c);
   {
-    INFO(host_funcs.size() << " cudaLaunchHostFunc call(s) for " << rounds << " rounds: the thread must learn from "
-         "the lane's stream that each round is done, through a host function that signals `signal` (step 3; "
-         "./lab hint 03)");
+    INFO(host_funcs.size()
+         << " cudaLaunchHostFunc call(s) for " << rounds
+         << " rounds: the thread must learn from "
+            "the lane's stream that each round is done, through a host function that signals `signal` (step 3; "
+            "./lab hint 03)");
     REQUIRE(host_funcs.size() == static_cast<std::size_t>(rounds));
   }
   std::size_t elsewhere = 0;
   for (const auto& c : host_funcs) elsewhere += c.stream != f.lane.stream;
   {
-    INFO(elsewhere << " of the " << rounds << " host functions were enqueued on another stream than lane.stream: "
-         "there they do not wait for the lane's kernel, and signal too early (step 3)");
+    INFO(elsewhere << " of the " << rounds
+                   << " host functions were enqueued on another stream than lane.stream: "
+                      "there they do not wait for the lane's kernel, and signal too early (step 3)");
     REQUIRE(elsewhere == 0);
   }
   {
@@ -552,10 +588,12 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
       if (early < 0 && kernels <= funcs) early = funcs;
       ++funcs;
     }
-    INFO("round " << early << "'s host function was enqueued on lane.stream before that round's kernel: it runs "
-         "once the work before it is done — not the kernel, which comes after it — and lets the host step begin "
-         "while the kernel runs. Enqueue it after launch_gpu_step (and the move back), then wait (step 3; ./lab "
-         "hint 03)");
+    INFO("round "
+         << early
+         << "'s host function was enqueued on lane.stream before that round's kernel: it runs "
+            "once the work before it is done — not the kernel, which comes after it — and lets the host step begin "
+            "while the kernel runs. Enqueue it after launch_gpu_step (and the move back), then wait (step 3; ./lab "
+            "hint 03)");
     REQUIRE(early < 0);
   }
   {
@@ -564,27 +602,33 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
   }
   {
     const std::string blocking = cml::test::blocking_calls(calls);
-    INFO("run_lane made blocking or polling CUDA calls: " << blocking << ". Once the host function signals, "
-         "signal.wait_for(r) returns: no other wait is needed, and polling keeps a core busy (step 3)");
+    INFO("run_lane made blocking or polling CUDA calls: "
+         << blocking
+         << ". Once the host function signals, "
+            "signal.wait_for(r) returns: no other wait is needed, and polling keeps a core busy (step 3)");
     REQUIRE(blocking.empty());
   }
   {
-    INFO("the lane's thread used " << cml::fixed(run.cpu_ms, 1) << " ms of CPU in " << cml::fixed(run.wall_ms, 1)
+    INFO("the lane's thread used "
+         << cml::fixed(run.cpu_ms, 1) << " ms of CPU in " << cml::fixed(run.wall_ms, 1)
          << " ms while its kernels waited: it spins instead of sleeping until the signal; want at most "
          << kMaxBusyFraction << " of the time. Wait with signal.wait_for(r) (step 3)");
     CHECK(run.cpu_ms <= kMaxBusyFraction * run.wall_ms);
   }
   {
     INFO("the lane's thread woke " << run.switches << " times in " << rounds << " rounds; want at most "
-         << kMaxSwitchesPerRound << " per round: it sleeps and looks again instead of waiting for the signal "
-         "(step 3)");
+                                   << kMaxSwitchesPerRound
+                                   << " per round: it sleeps and looks again instead of waiting for the signal "
+                                      "(step 3)");
     CHECK(static_cast<double>(run.switches) <= kMaxSwitchesPerRound * rounds);
   }
   check_rounds(f, run, rounds, true, &calls);
 }
 
-TEST_CASE("step 3: with several lanes in one process, each lane's host functions go on its own stream and signal its own RoundSignal",
-          "[ch03][step3][mechanism]") {
+TEST_CASE(
+    "step 3: with several lanes in one process, each lane's host functions go on its own stream and signal its own "
+    "RoundSignal",
+    "[ch03][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   ManyLanes m(30);
   const int rounds = 3;
@@ -596,19 +640,24 @@ TEST_CASE("step 3: with several lanes in one process, each lane's host functions
     const cml::api::Call& c = *call;
     ++made[t];
     {
-      INFO(m.describe(t) << " enqueued a host function on " << m.owner(c.stream) << "'s stream: on another lane's "
-           "stream it waits for the wrong kernel. Enqueue it on lane.stream, the stream of the lane you were given, "
-           "not one kept from an earlier call (a function-static is the first lane's) (step 3; ./lab hint 03)");
+      INFO(m.describe(t)
+           << " enqueued a host function on " << m.owner(c.stream)
+           << "'s stream: on another lane's "
+              "stream it waits for the wrong kernel. Enqueue it on lane.stream, the stream of the lane you were given, "
+              "not one kept from an earlier call (a function-static is the first lane's) (step 3; ./lab hint 03)");
       CHECK(c.stream == m.lanes[t]->lane.stream);
     }
-    INFO(m.describe(t) << " enqueued a host function that signals " << m.owner(c.ptr) << "'s RoundSignal: its "
-         "userData is the `signal` this run_lane was given, not one kept from an earlier call (a function-static is "
-         "the first lane's) (step 3; ./lab hint 03)");
+    INFO(m.describe(t)
+         << " enqueued a host function that signals " << m.owner(c.ptr)
+         << "'s RoundSignal: its "
+            "userData is the `signal` this run_lane was given, not one kept from an earlier call (a function-static is "
+            "the first lane's) (step 3; ./lab hint 03)");
     CHECK(c.ptr == &m.lanes[t]->signal);
   }
   for (std::size_t t = 0; t < m.lanes.size(); ++t) {
-    INFO(m.describe(t) << " enqueued " << made[t] << " host function(s) in " << rounds << " rounds: one per round, "
-         "for every lane (step 3)");
+    INFO(m.describe(t) << " enqueued " << made[t] << " host function(s) in " << rounds
+                       << " rounds: one per round, "
+                          "for every lane (step 3)");
     CHECK(made[t] == static_cast<std::size_t>(rounds));
   }
   m.check_results(errors, rounds, "step 3");
@@ -633,21 +682,26 @@ TEST_CASE("step 4: data moves by prefetch both ways on the lane's stream", "[ch0
       elsewhere += c.stream != f.lane.stream;
     }
   {
-    INFO(elsewhere << " of " << prefetches << " prefetches of lane.data were enqueued on another stream than "
-         "lane.stream: there they are not ordered with the lane's kernel and host function (step 4)");
+    INFO(elsewhere << " of " << prefetches
+                   << " prefetches of lane.data were enqueued on another stream than "
+                      "lane.stream: there they are not ordered with the lane's kernel and host function (step 4)");
     CHECK(elsewhere == 0);
   }
   const ch03::Migration m = ch03::migrated(t);
   {
-    INFO("host-to-device migrations: " << m.htod << " bytes, " << m.htod_user << " of them prefetched: the data "
-         "reached the GPU by page faults; move it there before each kernel (step 4; ./lab hint 03)");
+    INFO("host-to-device migrations: "
+         << m.htod << " bytes, " << m.htod_user
+         << " of them prefetched: the data "
+            "reached the GPU by page faults; move it there before each kernel (step 4; ./lab hint 03)");
     REQUIRE(m.htod > 0);
     CHECK(static_cast<double>(m.htod_user) >= 0.9 * static_cast<double>(m.htod));
   }
   {
-    INFO("device-to-host migrations: " << m.dtoh << " bytes, " << m.dtoh_user << " of them prefetched: the host "
-         "step faulted the data back page by page; move it to the host after each kernel, before the host step "
-         "(step 4)");
+    INFO("device-to-host migrations: "
+         << m.dtoh << " bytes, " << m.dtoh_user
+         << " of them prefetched: the host "
+            "step faulted the data back page by page; move it to the host after each kernel, before the host step "
+            "(step 4)");
     REQUIRE(m.dtoh > 0);
     CHECK(static_cast<double>(m.dtoh_user) >= 0.9 * static_cast<double>(m.dtoh));
   }
@@ -660,8 +714,10 @@ TEST_CASE("step 4: data moves by prefetch both ways on the lane's stream", "[ch0
 // Stream order is the promise: round r's move to the GPU is enqueued before its kernel, and
 // its move back before the host function that lets the host touch the data. Read from the
 // calls' order, not from how the race came out.
-TEST_CASE("step 4: each round's moves are in stream order: to the GPU before the kernel, back to the host before the host function",
-          "[ch03][step4][mechanism]") {
+TEST_CASE(
+    "step 4: each round's moves are in stream order: to the GPU before the kernel, back to the host before the host "
+    "function",
+    "[ch03][step4][mechanism]") {
   CML_REQUIRE_TRACING();
   Fixture f(jitter((1u << 20) + 5), 1009, 9);
   const int rounds = 3;
@@ -671,8 +727,9 @@ TEST_CASE("step 4: each round's moves are in stream order: to the GPU before the
   std::string order;
   for (const auto& e : enqueued_for(calls, f.lane))
     if (e.stream == f.lane.stream) order += e.what;
-  INFO("lane.stream ran, in order: " << order << " (G: a move of lane.data to the GPU, K: the round's kernel, C: a "
-       "move back to the host, H: the host function that lets the host step begin)");
+  INFO("lane.stream ran, in order: " << order
+                                     << " (G: a move of lane.data to the GPU, K: the round's kernel, C: a "
+                                        "move back to the host, H: the host function that lets the host step begin)");
   std::size_t start = 0;
   for (int r = 0; r < rounds; ++r) {
     CAPTURE(r);
@@ -683,20 +740,24 @@ TEST_CASE("step 4: each round's moves are in stream order: to the GPU before the
     REQUIRE(k != std::string::npos);
     {
       const bool late = round.find('G', k) != std::string::npos;
-      INFO("round " << r << (late ? "'s move to the GPU was enqueued after its kernel: the kernel ran on pages still "
-                                    "on the host, faulting them over, and the move came after it"
-                                  : " has no move to the GPU before its kernel")
-           << ": enqueue prefetch_to_gpu before launch_gpu_step, on lane.stream (step 4; ./lab hint 03)");
+      INFO("round " << r
+                    << (late ? "'s move to the GPU was enqueued after its kernel: the kernel ran on pages still "
+                               "on the host, faulting them over, and the move came after it"
+                             : " has no move to the GPU before its kernel")
+                    << ": enqueue prefetch_to_gpu before launch_gpu_step, on lane.stream (step 4; ./lab hint 03)");
       CHECK(round.substr(0, k).find('G') != std::string::npos);
     }
     {
       const std::size_t next_kernel = order.find('K', h);
-      const bool after = order.substr(h, next_kernel == std::string::npos ? std::string::npos : next_kernel - h)
-                             .find('C') != std::string::npos;
-      INFO("round " << r << (after ? "'s move back to the host was enqueued after the host function that lets the "
-                                     "host touch lane.data: the data is still moving while the host step reads and "
-                                     "writes it, and the host's faults race the prefetch"
-                                   : " has no move back to the host between its kernel and its host function")
+      const bool after =
+          order.substr(h, next_kernel == std::string::npos ? std::string::npos : next_kernel - h).find('C') !=
+          std::string::npos;
+      INFO("round "
+           << r
+           << (after ? "'s move back to the host was enqueued after the host function that lets the "
+                       "host touch lane.data: the data is still moving while the host step reads and "
+                       "writes it, and the host's faults race the prefetch"
+                     : " has no move back to the host between its kernel and its host function")
            << ": enqueue prefetch_to_cpu after the kernel and before the host function (step 4; ./lab hint 03)");
       CHECK(round.find('C', k) != std::string::npos);
     }
@@ -722,23 +783,28 @@ TEST_CASE("step 4: with several lanes in one process, each lane prefetches its o
     const ch03::Lane& lane = m.lanes[t]->lane;
     (c.location.type == cudaMemLocationTypeDevice ? to_gpu : to_host)[t]++;
     {
-      INFO(m.describe(t) << " prefetched " << m.owner(c.ptr) << "'s buffer: move lane.data, the buffer of the lane "
-           "you were given, not one kept from an earlier call (step 4; ./lab hint 03)");
+      INFO(m.describe(t) << " prefetched " << m.owner(c.ptr)
+                         << "'s buffer: move lane.data, the buffer of the lane "
+                            "you were given, not one kept from an earlier call (step 4; ./lab hint 03)");
       CHECK(c.ptr == lane.data);
     }
     {
-      INFO(m.describe(t) << " enqueued a prefetch on " << m.owner(c.stream) << "'s stream: a stream kept from an "
-           "earlier call is another lane's, and orders the move with that lane's work, not this one's (step 4; "
-           "./lab hint 03)");
+      INFO(m.describe(t)
+           << " enqueued a prefetch on " << m.owner(c.stream)
+           << "'s stream: a stream kept from an "
+              "earlier call is another lane's, and orders the move with that lane's work, not this one's (step 4; "
+              "./lab hint 03)");
       CHECK(c.stream == lane.stream);
     }
-    INFO(m.describe(t) << " prefetched " << c.bytes << " bytes of its " << lane.n * sizeof(unsigned) << ": the "
-         "length is this lane's, lane.n * sizeof(unsigned), not one kept from an earlier call (step 4; ./lab hint 03)");
+    INFO(m.describe(t) << " prefetched " << c.bytes << " bytes of its " << lane.n * sizeof(unsigned)
+                       << ": the "
+                          "length is this lane's, lane.n * sizeof(unsigned), not one kept from an earlier call (step "
+                          "4; ./lab hint 03)");
     CHECK(c.bytes == lane.n * sizeof(unsigned));
   }
   for (std::size_t t = 0; t < m.lanes.size(); ++t) {
-    INFO(m.describe(t) << " prefetched its buffer to the GPU " << to_gpu[t] << " time(s) and to the host "
-         << to_host[t] << " time(s) in " << rounds << " rounds: once each way per round, for every lane (step 4)");
+    INFO(m.describe(t) << " prefetched its buffer to the GPU " << to_gpu[t] << " time(s) and to the host " << to_host[t]
+                       << " time(s) in " << rounds << " rounds: once each way per round, for every lane (step 4)");
     CHECK(to_gpu[t] == static_cast<std::size_t>(rounds));
     CHECK(to_host[t] == static_cast<std::size_t>(rounds));
   }
@@ -780,21 +846,26 @@ TEST_CASE("step 4: the shared table is advised read-mostly once, whole, by its o
   std::size_t by_lanes = 0;
   for (const auto& c : advice) by_lanes += c.thread != std::this_thread::get_id();
   {
-    INFO("the table is read by every kernel and the host and written by nobody: advise it for that, in "
-         "advise_table (step 4; ./lab hint 03)");
+    INFO(
+        "the table is read by every kernel and the host and written by nobody: advise it for that, in "
+        "advise_table (step 4; ./lab hint 03)");
     REQUIRE(!advice.empty());
   }
   {
-    INFO("the table was advised read-mostly " << advice.size() << " time(s), " << by_lanes << " of them from the "
-         "threads of the " << lanes.size() << " lanes; want once, by its owner: advice is a property of the memory, "
-         "set once by advise_table where the table is made, not by each lane that uses it (step 4)");
+    INFO("the table was advised read-mostly "
+         << advice.size() << " time(s), " << by_lanes
+         << " of them from the "
+            "threads of the "
+         << lanes.size()
+         << " lanes; want once, by its owner: advice is a property of the memory, "
+            "set once by advise_table where the table is made, not by each lane that uses it (step 4)");
     CHECK(by_lanes == 0);
     REQUIRE(advice.size() == 1);
   }
   {
     const std::size_t table_bytes = table.size() * sizeof(unsigned);
     INFO("the advice covered " << advice[0].bytes << " bytes of the table's " << table_bytes
-         << ": lengths are in bytes, and the advice is for the whole table (step 4)");
+                               << ": lengths are in bytes, and the advice is for the whole table (step 4)");
     CHECK(advice[0].bytes == table_bytes);
   }
   for (std::size_t t = 0; t < lanes.size(); ++t) {
@@ -823,33 +894,36 @@ TEST_CASE("step 4: prefetch_to_gpu and prefetch_to_cpu only enqueue the whole bu
     CML_REQUIRE_API_OK(e.calls);
     {
       const std::string err = e.error();
-      INFO(way.name << " did not only enqueue: " << err << ". It must only enqueue the move: the stream's order "
-           "already puts it before the kernel or the host function that follows (step 4)");
+      INFO(way.name << " did not only enqueue: " << err
+                    << ". It must only enqueue the move: the stream's order "
+                       "already puts it before the kernel or the host function that follows (step 4)");
       REQUIRE(err.empty());
     }
     std::vector<cml::api::Call> moves;
     for (const auto& c : e.calls.named("cudaMemPrefetchAsync"))
       if (c.ptr == f.lane.data) moves.push_back(c);
     {
-      INFO(way.name << " made " << moves.size() << " prefetch(es) of lane.data; want one, of the whole buffer "
-           "(step 4; ./lab hint 03)");
+      INFO(way.name << " made " << moves.size()
+                    << " prefetch(es) of lane.data; want one, of the whole buffer "
+                       "(step 4; ./lab hint 03)");
       REQUIRE(moves.size() == 1);
     }
     {
       INFO(way.name << "'s prefetch was enqueued on another stream than lane.stream: it is then not ordered with "
-           "the lane's kernel and host function (step 4)");
+                       "the lane's kernel and host function (step 4)");
       CHECK(moves[0].stream == f.lane.stream);
     }
     {
       INFO(way.name << "'s prefetch covered " << moves[0].bytes << " bytes of lane.data's "
-           << f.lane.n * sizeof(unsigned) << ": lengths are in bytes (step 4)");
+                    << f.lane.n * sizeof(unsigned) << ": lengths are in bytes (step 4)");
       CHECK(moves[0].bytes == f.lane.n * sizeof(unsigned));
     }
     {
-      INFO(way.name << "'s prefetch went to location type " << moves[0].location.type << " (id "
-           << moves[0].location.id << "); want " << way.type
-           << (way.type == cudaMemLocationTypeDevice ? " (cudaMemLocationTypeDevice) with id lane.device"
-                                                     : " (cudaMemLocationTypeHost)") << " (step 4)");
+      INFO(way.name << "'s prefetch went to location type " << moves[0].location.type << " (id " << moves[0].location.id
+                    << "); want " << way.type
+                    << (way.type == cudaMemLocationTypeDevice ? " (cudaMemLocationTypeDevice) with id lane.device"
+                                                              : " (cudaMemLocationTypeHost)")
+                    << " (step 4)");
       CHECK(moves[0].location.type == way.type);
       if (way.type == cudaMemLocationTypeDevice) CHECK(moves[0].location.id == f.lane.device);
     }
@@ -874,20 +948,22 @@ TEST_CASE("step 4: prefetching to the GPU reaches the speed of an explicit copy 
     const auto t = recorder.stop();
     CML_REQUIRE_TRACE_OK(t);
     INFO("prefetch_to_gpu moved " << ch03::migrated(t).htod_user << " of " << n * sizeof(unsigned)
-         << " bytes to the GPU by prefetch (step 4)");
+                                  << " bytes to the GPU by prefetch (step 4)");
     REQUIRE(ch03::migrated(t).htod_user >= n * sizeof(unsigned) * 9 / 10);
   }
   // The host's clock around the call and a device synchronise: whatever stream the learner
   // enqueued the prefetch on, its time is in.
   const auto st = cml::time_interleaved(
-      {to_host, {}},
-      {[&](cudaStream_t) { ch03::prefetch_to_gpu(f.lane); }, [&](cudaStream_t s) { copy.to_gpu(s); }},
+      {to_host, {}}, {[&](cudaStream_t) { ch03::prefetch_to_gpu(f.lane); }, [&](cudaStream_t s) { copy.to_gpu(s); }},
       f.lane.stream, {1, 7}, cml::Clock::Host);
   const double ratio = st[1].median_ms / st[0].median_ms;
-  INFO(cml::format_bytes(n * sizeof(unsigned)) << " to the GPU: prefetch " << cml::with_noise(st[0]) << " ("
+  INFO(cml::format_bytes(n * sizeof(unsigned))
+       << " to the GPU: prefetch " << cml::with_noise(st[0]) << " ("
        << cml::fixed(cml::gbps(n * sizeof(unsigned), st[0].median_ms), 1) << " GB/s), explicit copy from pinned "
-       << cml::with_noise(st[1]) << ": the prefetch's speed as a fraction of the copy's (the copy's time over the "
-       "prefetch's) is " << cml::ratio_text(st[1], st[0]) << "; want at least " << kPrefetchOverCopy
+       << cml::with_noise(st[1])
+       << ": the prefetch's speed as a fraction of the copy's (the copy's time over the "
+          "prefetch's) is "
+       << cml::ratio_text(st[1], st[0]) << "; want at least " << kPrefetchOverCopy
        << ": move all of lane.data in one prefetch, not page by page (step 4)");
   CHECK(ratio >= kPrefetchOverCopy);
 }
@@ -920,11 +996,12 @@ LaneRun run_rounds_with(const ch03::Lane& lane, int rounds, const std::function<
 }
 
 void print_run(const char* what, const LaneRun& run, const ch03::Progress& p, int rounds) {
-  std::printf("  %-44s late %6.1f ms/round (bar %.1f)  busy %.3f (bar %.2f)  switches %5.1f/round (bar %.1f)  "
-              "early %zu%s%s\n",
-              what, (run.wall_ms - p.delays_ms) / rounds, kLateMsPerRound, run.cpu_ms / std::max(run.wall_ms, 1e-9),
-              kMaxBusyFraction, static_cast<double>(run.switches) / rounds, kMaxSwitchesPerRound, p.early_steps.size(),
-              run.error.empty() ? "" : "  error: ", run.error.c_str());
+  std::printf(
+      "  %-44s late %6.1f ms/round (bar %.1f)  busy %.3f (bar %.2f)  switches %5.1f/round (bar %.1f)  "
+      "early %zu%s%s\n",
+      what, (run.wall_ms - p.delays_ms) / rounds, kLateMsPerRound, run.cpu_ms / std::max(run.wall_ms, 1e-9),
+      kMaxBusyFraction, static_cast<double>(run.switches) / rounds, kMaxSwitchesPerRound, p.early_steps.size(),
+      run.error.empty() ? "" : "  error: ", run.error.c_str());
 }
 
 }  // namespace
@@ -935,16 +1012,16 @@ TEST_CASE("step 1: measure both sides of the bars", "[ch03][step1][.measure]") {
   using namespace std::chrono_literals;
   for (int run = 0; run < 5; ++run) {
     std::printf("run %d (kernels wait %.0f-%.0f ms at random)\n", run, kMaxDelayMs / 4, kMaxDelayMs);
-    const auto measure = [&](const char* what, const std::function<LaneRun(const ch03::Lane&, ch03::RoundSignal&)>& fn) {
+    const auto measure = [&](const char* what,
+                             const std::function<LaneRun(const ch03::Lane&, ch03::RoundSignal&)>& fn) {
       Fixture f(jitter((1u << 20) + 3), 1007, 10 + static_cast<unsigned>(run));
       f.progress.max_delay_ms = kMaxDelayMs;
       const LaneRun r = fn(f.lane, f.signal);
       CUDA_CHECK(cudaDeviceSynchronize());
       print_run(what, r, f.progress, rounds);
     };
-    measure("run_lane (this build's)", [&](const ch03::Lane& l, ch03::RoundSignal& s) {
-      return run_on_thread(l, rounds, s);
-    });
+    measure("run_lane (this build's)",
+            [&](const ch03::Lane& l, ch03::RoundSignal& s) { return run_on_thread(l, rounds, s); });
     measure("mistake: a fixed pause just over the longest", [&](const ch03::Lane& l, ch03::RoundSignal&) {
       return run_rounds_with(l, rounds, [&](int) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kMaxDelayMs + 1));

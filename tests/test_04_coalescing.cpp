@@ -156,14 +156,16 @@ std::string grid_error(const GridRule& rule, const cml::trace::KernelRecord& k, 
     return yours + ", " + cml::test::geometry_text(k) + "; the contract wants a 1-D grid of 1-D blocks: " + rule.advice;
   if (blocks > most)
     return yours + "; the contract wants at most " + std::to_string(most) + " blocks of " + std::to_string(per_block) +
-           " threads for " + std::to_string(rule.most(n)) + " work items (" + rule.per + ", no block without work): " +
-           times(blocks, most) + "x too many blocks. Is the grid sized for bytes, or for another element's size? " +
-           rule.advice;
+           " threads for " + std::to_string(rule.most(n)) + " work items (" + rule.per +
+           ", no block without work): " + times(blocks, most) +
+           "x too many blocks. Is the grid sized for bytes, or for another element's size? " + rule.advice;
   if (threads < least)
     return yours + "; the contract wants at least " + std::to_string(least) + " threads (" +
-           (least < full ? std::string(rule.per) : "grid_for's full grid: every SM busy") + "): " +
-           times(least, threads) + "x too few threads, and SMs idle while the work would fill them. Is the grid "
-           "sized for fewer items (n / 4, n / 32) than there are? " + rule.advice;
+           (least < full ? std::string(rule.per) : "grid_for's full grid: every SM busy") +
+           "): " + times(least, threads) +
+           "x too few threads, and SMs idle while the work would fill them. Is the grid "
+           "sized for fewer items (n / 4, n / 32) than there are? " +
+           rule.advice;
   return "";
 }
 
@@ -284,31 +286,34 @@ CML_INTEGRITY_CASE(04, "04_coalescing")
 TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04][step1][correctness]") {
   cml::test::device();
   const std::size_t beyond = 3 * one_pass_threads() + 5;  // past one pass of a grid_for grid
-  check_elementwise("copy_coalesced", {1, 37, jitter((1u << 20) + 3), jitter(beyond)}, ch04::copy_coalesced, [](float x) { return x; });
+  check_elementwise("copy_coalesced", {1, 37, jitter((1u << 20) + 3), jitter(beyond)}, ch04::copy_coalesced,
+                    [](float x) { return x; });
 }
 
-TEST_CASE("step 1: copy_coalesced runs copy_coalesced_kernel alone, on the stream it is given", "[ch04][step1][mechanism]") {
+TEST_CASE("step 1: copy_coalesced runs copy_coalesced_kernel alone, on the stream it is given",
+          "[ch04][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(1u << 20);
   const ch04::Arrays a(n);
-  const std::string why =
-      runs_only("copy_coalesced_kernel", [&](cudaStream_t s) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, s); });
+  const std::string why = runs_only("copy_coalesced_kernel",
+                                    [&](cudaStream_t s) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, s); });
   INFO(why << " (step 1)");
   CHECK(why.empty());
 }
 
-TEST_CASE("step 1: copy_coalesced's grid fills the GPU with no block left without work, at sizes grid_for's cap does not hide",
-          "[ch04][step1][mechanism]") {
+TEST_CASE(
+    "step 1: copy_coalesced's grid fills the GPU with no block left without work, at sizes grid_for's cap does not "
+    "hide",
+    "[ch04][step1][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
   const GridRule rule = one_thread_per_item("copy_coalesced", "floats", "one thread per float",
-                                             "grid_for(n) blocks of 256 threads is such a grid (step 1; ./lab hint 04)");
+                                            "grid_for(n) blocks of 256 threads is such a grid (step 1; ./lab hint 04)");
   check_grid(rule, grid_sizes(1), [](std::size_t n) {
     const ch04::Arrays a(n);
-    return cml::test::launched_kernel("copy_coalesced_kernel", [&](cudaStream_t s) {
-      ch04::copy_coalesced(a.in.data(), a.out.data(), n, s);
-    });
+    return cml::test::launched_kernel("copy_coalesced_kernel",
+                                      [&](cudaStream_t s) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, s); });
   });
 }
 
@@ -321,11 +326,13 @@ TEST_CASE("step 1: copy_coalesced keeps more loads in flight than the plain grid
        [&](cudaStream_t x) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, x); }, a.memcpy_work(n)},
       s, {2, 10});
   const double f = st[0].median_ms / st[1].median_ms;
-  INFO("copy_coalesced over " << cml::format_bytes(n * 4) << ": its speed over the plain one-float-per-thread "
-       "grid-stride loop's, measured in this run (the loop's time over yours), is " << cml::ratio_text(st[0], st[1])
-       << " (of cudaMemcpy device to device: " << cml::ratio_text(st[2], st[1]) << "); want at least "
-       << kStep1OverPlain << ": every SM busy, consecutive threads on consecutive floats, and several loads in "
-       "flight per thread before any store (step 1; ./lab hint 04)");
+  INFO("copy_coalesced over " << cml::format_bytes(n * 4)
+                              << ": its speed over the plain one-float-per-thread "
+                                 "grid-stride loop's, measured in this run (the loop's time over yours), is "
+                              << cml::ratio_text(st[0], st[1]) << " (of cudaMemcpy device to device: "
+                              << cml::ratio_text(st[2], st[1]) << "); want at least " << kStep1OverPlain
+                              << ": every SM busy, consecutive threads on consecutive floats, and several loads in "
+                                 "flight per thread before any store (step 1; ./lab hint 04)");
   CHECK(f >= kStep1OverPlain);
 }
 
@@ -336,36 +343,45 @@ TEST_CASE("step 2: copy_vectorized copies every element, tails included", "[ch04
   // The largest is four floats per thread past three passes of the largest grid_for grid: a
   // kernel that neither loops nor launches enough threads to cover the array leaves a gap.
   const std::size_t beyond = 4 * 3 * one_pass_threads();
-  check_elementwise("copy_vectorized", {1, 2, 3, 4, 5, 7, 1023, (1u << 20) + 1, (1u << 20) + 2, (1u << 20) + 3, jitter(1u << 20),
-                     beyond + 1, beyond + 2, beyond + 3, jitter(beyond)},
-                    ch04::copy_vectorized, [](float x) { return x; },
-                    " (the last n % 4 floats are the tail; a size past one pass of the grid needs a loop or a grid "
-                    "that covers the array: step 2)");
+  check_elementwise(
+      "copy_vectorized",
+      {1, 2, 3, 4, 5, 7, 1023, (1u << 20) + 1, (1u << 20) + 2, (1u << 20) + 3, jitter(1u << 20), beyond + 1, beyond + 2,
+       beyond + 3, jitter(beyond)},
+      ch04::copy_vectorized, [](float x) { return x; },
+      " (the last n % 4 floats are the tail; a size past one pass of the grid needs a loop or a grid "
+      "that covers the array: step 2)");
 }
 
-TEST_CASE("step 2: copy_vectorized reads and writes nothing past the array's end, not even inside its last 16 bytes (memcheck)",
-          "[ch04][step2][mechanism]") {
+TEST_CASE(
+    "step 2: copy_vectorized reads and writes nothing past the array's end, not even inside its last 16 bytes "
+    "(memcheck)",
+    "[ch04][step2][mechanism]") {
   cml::test::device();
-  CML_CHECK_SANITIZER("memcheck", "vectorized-exact",
-                      "an access past the last of " << kExactN << " floats: the last n % 4 floats are not a whole "
-                      "float4 — copy them one at a time, never as a 16-byte access that runs past the end (step 2; "
-                      "./lab hint 04)");
+  CML_CHECK_SANITIZER(
+      "memcheck", "vectorized-exact",
+      "an access past the last of "
+          << kExactN
+          << " floats: the last n % 4 floats are not a whole "
+             "float4 — copy them one at a time, never as a 16-byte access that runs past the end (step 2; "
+             "./lab hint 04)");
 }
 
-TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what runs, on the stream it is given",
-          "[ch04][step2][mechanism]") {
+TEST_CASE(
+    "step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what runs, on the stream it is "
+    "given",
+    "[ch04][step2][mechanism]") {
   cml::test::device();
   CML_KERNEL_SASS(f, "copy_vectorized_kernel");
   {
     const std::size_t wide = cml::sass::count(*f, "LDG.E.128");
     INFO(f->name << " has " << wide << " 128-bit loads and " << cml::sass::count(*f, "LDG") - wide
-         << " narrower ones: load 16 bytes per instruction (step 2; ./lab hint 04)");
+                 << " narrower ones: load 16 bytes per instruction (step 2; ./lab hint 04)");
     REQUIRE(wide >= 1);
   }
   {
     const std::size_t wide = cml::sass::count(*f, "STG.E.128");
     INFO(f->name << " has " << wide << " 128-bit stores and " << cml::sass::count(*f, "STG") - wide
-         << " narrower ones: store 16 bytes per instruction too (step 2)");
+                 << " narrower ones: store 16 bytes per instruction too (step 2)");
     REQUIRE(wide >= 1);
   }
   if (cml::trace::disabled_by_environment()) return;
@@ -381,8 +397,9 @@ TEST_CASE("step 2: copy_vectorized_kernel loads and stores 16 bytes per instruct
   // The kernel that ran is the one whose code was read: CUPTI's name for it is the SASS
   // function's (demangled, or mangled where CUPTI could not demangle), parameters aside.
   const auto bare = [](const std::string& name) { return name.substr(0, name.find('(')); };
-  INFO("the kernel that ran is " << ran << ", the SASS read is " << f->name << ": the 16-byte accesses must be "
-       "in the kernel that copies (step 2)");
+  INFO("the kernel that ran is " << ran << ", the SASS read is " << f->name
+                                 << ": the 16-byte accesses must be "
+                                    "in the kernel that copies (step 2)");
   CHECK((bare(ran) == bare(f->name) || ran == f->mangled));
 }
 
@@ -390,16 +407,17 @@ TEST_CASE("step 2: copy_vectorized's grid has at most a thread per float4 and pe
           "[ch04][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  const GridRule rule{"copy_vectorized", "floats", "one thread per float4 group and per tail float",
+  const GridRule rule{"copy_vectorized",
+                      "floats",
+                      "one thread per float4 group and per tail float",
                       "a covering grid has (n / 4 + n % 4 + 255) / 256 blocks of 256, a loop over the groups "
                       "grid_for(n / 4) (step 2; ./lab hint 04)",
                       [](std::size_t n) { return std::uint64_t{n / 4}; },
                       [](std::size_t n) { return std::uint64_t{n / 4 + n % 4}; }};
   check_grid(rule, grid_sizes(4), [](std::size_t n) {
     const ch04::Arrays a(n);
-    return cml::test::launched_kernel("copy_vectorized_kernel", [&](cudaStream_t s) {
-      ch04::copy_vectorized(a.in.data(), a.out.data(), n, s);
-    });
+    return cml::test::launched_kernel("copy_vectorized_kernel",
+                                      [&](cudaStream_t s) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, s); });
   });
 }
 
@@ -432,17 +450,19 @@ TEST_CASE("step 3: advance_soa runs advance_soa_kernel alone, on the stream it i
   CHECK(why.empty());
 }
 
-TEST_CASE("step 3: advance_soa's grid fills the GPU with no block left without a particle, at sizes grid_for's cap does not hide",
-          "[ch04][step3][mechanism]") {
+TEST_CASE(
+    "step 3: advance_soa's grid fills the GPU with no block left without a particle, at sizes grid_for's cap does not "
+    "hide",
+    "[ch04][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
-  const GridRule rule = one_thread_per_item("advance_soa", "particles", "one thread per particle",
-                                             "grid_for(n) blocks of 256 threads, as step 1's copy (step 3; ./lab hint 04)");
+  const GridRule rule =
+      one_thread_per_item("advance_soa", "particles", "one thread per particle",
+                          "grid_for(n) blocks of 256 threads, as step 1's copy (step 3; ./lab hint 04)");
   check_grid(rule, grid_sizes(1), [](std::size_t n) {
     const ch04::Particles p(n);
-    return cml::test::launched_kernel("advance_soa_kernel", [&](cudaStream_t s) {
-      ch04::advance_soa(p.soa, n, 0.5f, s);
-    });
+    return cml::test::launched_kernel("advance_soa_kernel",
+                                      [&](cudaStream_t s) { ch04::advance_soa(p.soa, n, 0.5f, s); });
   });
 }
 
@@ -454,10 +474,12 @@ TEST_CASE("step 3: the arrays version is much faster than the records version", 
                                          [&](cudaStream_t x) { ch04::advance_soa(p.soa, n, 0.5f, x); }},
                                         s, {2, 10});
   const double speedup = st[0].median_ms / st[1].median_ms;
-  INFO("records " << cml::with_noise(st[0]) << ", arrays " << cml::with_noise(st[1]) << ": speed-up "
-       "(records' time over arrays') " << cml::ratio_text(st[0], st[1])
-       << "; want " << kStep3Speedup << "x: each warp should read only the fields it uses, from every SM "
-       "(step 3; ./lab hint 04)");
+  INFO("records " << cml::with_noise(st[0]) << ", arrays " << cml::with_noise(st[1])
+                  << ": speed-up "
+                     "(records' time over arrays') "
+                  << cml::ratio_text(st[0], st[1]) << "; want " << kStep3Speedup
+                  << "x: each warp should read only the fields it uses, from every SM "
+                     "(step 3; ./lab hint 04)");
   CHECK(speedup >= kStep3Speedup);
 }
 
@@ -465,9 +487,10 @@ TEST_CASE("step 3: the arrays version is much faster than the records version", 
 
 TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch04][step4][correctness]") {
   cml::test::device();
-  check_elementwise("scale", {1, 33, jitter((1u << 20) + 5), jitter(3 * one_pass_threads())},
-                    [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 3.0f, s); },
-                    [](float x) { return x * 3.0f; });
+  check_elementwise(
+      "scale", {1, 33, jitter((1u << 20) + 5), jitter(3 * one_pass_threads())},
+      [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 3.0f, s); },
+      [](float x) { return x * 3.0f; });
 }
 
 TEST_CASE("step 4: scale runs scale_kernel alone, on the stream it is given", "[ch04][step4][mechanism]") {
@@ -475,8 +498,8 @@ TEST_CASE("step 4: scale runs scale_kernel alone, on the stream it is given", "[
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(1u << 20);
   const ch04::Arrays a(n);
-  const std::string why = runs_only(
-      "scale_kernel", [&](cudaStream_t s) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s); });
+  const std::string why =
+      runs_only("scale_kernel", [&](cudaStream_t s) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s); });
   INFO(why << " (step 4)");
   CHECK(why.empty());
 }
@@ -486,13 +509,12 @@ TEST_CASE("step 4: scale's grid fills the GPU with no block left without work, a
   CML_REQUIRE_TRACING();
   cml::test::device();
   const GridRule rule = one_thread_per_item("scale", "floats", "one thread per float",
-                                             "grid_for(n) blocks of 256 threads, thread t taking elements t, t + T, "
-                                             "t + 2T, ... (step 4; ./lab hint 04)");
+                                            "grid_for(n) blocks of 256 threads, thread t taking elements t, t + T, "
+                                            "t + 2T, ... (step 4; ./lab hint 04)");
   check_grid(rule, grid_sizes(1), [](std::size_t n) {
     const ch04::Arrays a(n);
-    return cml::test::launched_kernel("scale_kernel", [&](cudaStream_t s) {
-      ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s);
-    });
+    return cml::test::launched_kernel("scale_kernel",
+                                      [&](cudaStream_t s) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, s); });
   });
 }
 
@@ -508,15 +530,21 @@ TEST_CASE("step 4: scale runs as fast as the chapter's plain coalesced copy", "[
        [&](cudaStream_t x) { ch04::scale(a.in.data(), a.out.data(), n, 3.0f, x); }, a.memcpy_work(n)},
       s, {2, 10});
   const double f = st[0].median_ms / st[1].median_ms;
-  INFO("scale over " << cml::format_bytes(n * 4) << " took " << cml::with_noise(st[1]) << ", the plain coalesced "
-       "copy " << cml::with_noise(st[0]) << ": its speed as a fraction of the copy's (the "
-       "copy's time over scale's) " << cml::ratio_text(st[0], st[1]) << ", of cudaMemcpy's " << cml::ratio_text(st[2], st[1])
-       << "; want " << kStep4OverPlain << ": consecutive threads must read consecutive elements (step 4; "
-       "./lab hint 04)");
+  INFO("scale over " << cml::format_bytes(n * 4) << " took " << cml::with_noise(st[1])
+                     << ", the plain coalesced "
+                        "copy "
+                     << cml::with_noise(st[0])
+                     << ": its speed as a fraction of the copy's (the "
+                        "copy's time over scale's) "
+                     << cml::ratio_text(st[0], st[1]) << ", of cudaMemcpy's " << cml::ratio_text(st[2], st[1])
+                     << "; want " << kStep4OverPlain
+                     << ": consecutive threads must read consecutive elements (step 4; "
+                        "./lab hint 04)");
   CHECK(f >= kStep4OverPlain);
 }
 
-TEST_CASE("step 4 and the model: sectors per request match the sector model within 5%", "[ch04][step4][mechanism][profile]") {
+TEST_CASE("step 4 and the model: sectors per request match the sector model within 5%",
+          "[ch04][step4][mechanism][profile]") {
   cml::test::device();
   std::string why;
   const auto measured = profiled_sectors_per_request(why);
@@ -524,20 +552,28 @@ TEST_CASE("step 4 and the model: sectors per request match the sector model with
   {
     std::string names;
     for (const auto& m : measured) names += (names.empty() ? "" : ", ") + m.first;
-    INFO("ncu profiled " << measured.size() << " kernels (" << names << "); want " << kTargets.size() + 5
-         << ": the chapter's " << kTargets.size() << " and one per launcher (scale, copy_vectorized, copy_coalesced, "
-         "advance_aos, advance_soa). A launcher that launches nothing (step 3's, as shipped) or more than one "
-         "kernel shifts the list" << (why.empty() ? "" : "; the profiled run said: " + why));
+    INFO("ncu profiled "
+         << measured.size() << " kernels (" << names << "); want " << kTargets.size() + 5 << ": the chapter's "
+         << kTargets.size()
+         << " and one per launcher (scale, copy_vectorized, copy_coalesced, "
+            "advance_aos, advance_soa). A launcher that launches nothing (step 3's, as shipped) or more than one "
+            "kernel shifts the list"
+         << (why.empty() ? "" : "; the profiled run said: " + why));
     REQUIRE(measured.size() == kTargets.size() + 5);
   }
   for (std::size_t i = 0; i < kTargets.size(); ++i) {
     const auto& t = kTargets[i];
     const double model = t.model_sectors_per_request();
-    INFO(t.name() << ": ncu " << measured[i].second << " sectors per request, model " << model << " (" << measured[i].first << ")");
+    INFO(t.name() << ": ncu " << measured[i].second << " sectors per request, model " << model << " ("
+                  << measured[i].first << ")");
     CHECK(measured[i].second == Approx(model).epsilon(0.05));
   }
   // The learner's kernels and the records update, against the model (launch order above).
-  struct Expect { const char* what; double model; const char* advice; };
+  struct Expect {
+    const char* what;
+    double model;
+    const char* advice;
+  };
   const ch04::Pattern floats{}, float4s{ch04::Pattern::Offset, 0, 16}, records{ch04::Pattern::Stride, 16, 4};
   const Expect learner[] = {
       {"scale_kernel", floats.model_sectors_per_request(),
@@ -552,7 +588,7 @@ TEST_CASE("step 4 and the model: sectors per request match the sector model with
     // The target launches scale, vectorized, coalesced, then records, then arrays.
     const double spr = measured[base + i].second;
     INFO(learner[i].what << ": ncu " << spr << " sectors per request, model " << learner[i].model << ": "
-         << learner[i].advice << " (" << measured[base + i].first << ")");
+                         << learner[i].advice << " (" << measured[base + i].first << ")");
     CHECK(spr == Approx(learner[i].model).epsilon(0.05));
   }
 }
@@ -579,9 +615,10 @@ TEST_CASE("step 1: measure the bars' figures", "[ch04][step1][.measure]") {
          [&](cudaStream_t x) { ch04::advance_soa(p.soa, n / 16, 0.5f, x); }},
         s, {2, 10});
     std::printf("run %d over %s:\n", run, cml::format_bytes(n * 4).c_str());
-    std::printf("  step 1 copy_coalesced over the plain loop %s; the plain loop over itself (the mistake) %s "
-                "(bar %.2f)\n", cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(),
-                kStep1OverPlain);
+    std::printf(
+        "  step 1 copy_coalesced over the plain loop %s; the plain loop over itself (the mistake) %s "
+        "(bar %.2f)\n",
+        cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(), kStep1OverPlain);
     std::printf("  step 3 records over arrays %s (bar %.2f)\n", cml::ratio_text(st[6], st[7]).c_str(), kStep3Speedup);
     std::printf("  step 4 scale over the plain loop %s (bar %.2f)\n", cml::ratio_text(st[0], st[3]).c_str(),
                 kStep4OverPlain);

@@ -56,7 +56,7 @@ std::string transpose_error(TransposeFn fn, const char* name, int rows, int cols
   std::vector<float> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = ch05::element_value(i);
   const cml::test::GuardedInput<float> in(host);  // a load past its end faults
-  const Out out(n);  // poisoned, and landed before a kernel on a non-blocking stream
+  const Out out(n);                               // poisoned, and landed before a kernel on a non-blocking stream
   cml::Stream s;
   const auto judge = [&] {
     std::vector<float> got;
@@ -89,14 +89,16 @@ void check_shapes(TransposeFn fn, const char* name, const std::vector<ch05::Shap
     if (faulted || err == cml::test::ran_elsewhere(name))
       advice = "";  // the error says what to fix (and nothing after a fault can run)
     else if (!err.empty() && !square && square_ok)
-      advice = ": square matrices pass, so rows and cols (or the tile's x and y) are swapped somewhere: in is "
-               "rows x cols, out is cols x rows";
+      advice =
+          ": square matrices pass, so rows and cols (or the tile's x and y) are swapped somewhere: in is "
+          "rows x cols, out is cols x rows";
     else if (!err.empty() && sh.rows % ch05::kTile != 0)
       advice = ": a ragged shape (edge tiles are partial): read and write only inside the matrix";
     else if (!err.empty())
-      advice = ": if only some elements are wrong, is the barrier between writing the tile and reading it there? "
-               "does every element keep its own place in the tile (a swizzle must be a bijection, and the same on the "
-               "store and on the load)?";
+      advice =
+          ": if only some elements are wrong, is the barrier between writing the tile and reading it there? "
+          "does every element keep its own place in the tile (a swizzle must be a bijection, and the same on the "
+          "store and on the load)?";
     INFO(sh.rows << " x " << sh.cols << " (" << sh.what << "): " << err << advice << " (" << step << ")");
     if (faulted) REQUIRE(err.empty());
     CHECK(err.empty());
@@ -111,10 +113,11 @@ void check_enqueues_only(TransposeFn fn, const char* name) {
   for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}}) {
     const std::size_t n = static_cast<std::size_t>(rows > 0 ? rows : 1) * (cols > 0 ? cols : 1);
     cml::DeviceBuffer<float> in(n), out(n);  // allocated before the watch: cudaMalloc may wait
-    CML_CHECK_ENQUEUE_ONLY(std::string(name) + " on " + std::to_string(rows) + " x " + std::to_string(cols),
-                           [&](cudaStream_t s) { fn(in.data(), out.data(), rows, cols, s); }, kernels,
-                           "shared_memory.cuh: each function only enqueues its kernel on `stream`; an empty matrix "
-                           "enqueues nothing");
+    CML_CHECK_ENQUEUE_ONLY(
+        std::string(name) + " on " + std::to_string(rows) + " x " + std::to_string(cols),
+        [&](cudaStream_t s) { fn(in.data(), out.data(), rows, cols, s); }, kernels,
+        "shared_memory.cuh: each function only enqueues its kernel on `stream`; an empty matrix "
+        "enqueues nothing");
   }
 }
 
@@ -158,22 +161,25 @@ void check_tile_grid(TransposeFn fn, const char* name, const char* kernel, const
     const bool block_ok = l.kernel.block == std::array<std::int32_t, 3>{ch05::kTile, ch05::kBlockRows, 1};
     std::string why;
     if (!block_ok)
-      why = "the block is 32 x 8 threads (kTile x kBlockRows): thread (tx, ty) moves rows ty, ty + 8, ... of a "
-            "32-wide strip of the tile";
+      why =
+          "the block is 32 x 8 threads (kTile x kBlockRows): thread (tx, ty) moves rows ty, ty + 8, ... of a "
+          "32-wide strip of the tile";
     else if (blocks > most)
-      why = "too many blocks: the blocks past the matrix's tiles have no work. Count the tiles with the tile's side T "
-            "(not the block's 8 rows), rounding up once: (rows + T - 1) / T of them down, (cols + T - 1) / T across";
+      why =
+          "too many blocks: the blocks past the matrix's tiles have no work. Count the tiles with the tile's side T "
+          "(not the block's 8 rows), rounding up once: (rows + T - 1) / T of them down, (cols + T - 1) / T across";
     else if (blocks != most && blocks != least)
-      why = "too few blocks: a tile with no block is never written. One block per tile: (rows + T - 1) / T of them "
-            "down, (cols + T - 1) / T across";
+      why =
+          "too few blocks: a tile with no block is never written. One block per tile: (rows + T - 1) / T of them "
+          "down, (cols + T - 1) / T across";
     const std::string want =
         side > 0 ? std::to_string(most) + " blocks for its " + std::to_string(side) + " x " + std::to_string(side) +
                        " tiles (T read from the kernel's static shared memory)"
                  : std::to_string(most) + " blocks for 32 x 32 tiles, or " + std::to_string(least) + " for 64 x 64";
     INFO(name << " on " << rows << " x " << cols << ": your grid has " << blocks << " blocks ("
-         << cml::test::dims_text(l.kernel.grid) << ") of " << cml::test::dims_text(l.kernel.block)
-         << " threads; the contract wants one block of 32 x 8 threads per tile of the matrix, in any arrangement: "
-         << want << ". " << why << " (" << step << "; ./lab hint 05)");
+              << cml::test::dims_text(l.kernel.grid) << ") of " << cml::test::dims_text(l.kernel.block)
+              << " threads; the contract wants one block of 32 x 8 threads per tile of the matrix, in any arrangement: "
+              << want << ". " << why << " (" << step << "; ./lab hint 05)");
     CHECK(why.empty());
   }
 }
@@ -192,9 +198,9 @@ std::size_t count_16_bytes(const cml::sass::Function& f, const std::string& op) 
 // CML_TARGET names (experiments, kernels); the counters of each kernel, in launch order.
 // why_not: why none, or, with some, what went wrong in the run (for a kernel missing).
 std::vector<cml::ncu::KernelMetrics> profiled(const char* what, std::string& why_not) {
-  const auto r = cml::ncu::profile({cml::sass::self_executable(), "[.target]"}, ch05::profiled_kernels(),
-                                   ch05::shared_metrics(),
-                                   {"CML_TRACE=off", "CML_ISOLATE=off", std::string("CML_TARGET=") + what});
+  const auto r =
+      cml::ncu::profile({cml::sass::self_executable(), "[.target]"}, ch05::profiled_kernels(), ch05::shared_metrics(),
+                        {"CML_TRACE=off", "CML_ISOLATE=off", std::string("CML_TARGET=") + what});
   why_not = r.ok ? r.trouble : r.error;
   return r.ok ? r.kernels : std::vector<cml::ncu::KernelMetrics>{};
 }
@@ -231,19 +237,22 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
   const double ld = metric(*k, ch05::kLdConflicts), st = metric(*k, ch05::kStConflicts);
   if (metric(*k, ch05::kLdInst) <= 0 || metric(*k, ch05::kStInst) <= 0)
     FAIL(kernel << " made " << metric(*k, ch05::kStInst) << " shared stores and " << metric(*k, ch05::kLdInst)
-         << " shared loads: it must stage its tile in shared memory (" << step << "; ./lab hint 05)");
+                << " shared loads: it must stage its tile in shared memory (" << step << "; ./lab hint 05)");
   INFO(kernel << ": ncu counts " << ld << " bank conflicts in its shared loads and " << st << " in its stores ("
-       << metric(*k, ch05::kLdWavefronts) << " and " << metric(*k, ch05::kStWavefronts) << " wavefronts, "
-       << metric(*k, ch05::kLdInst) << " and " << metric(*k, ch05::kStInst) << " instructions); want none beyond "
-       << 100 * ch05::kStrayConflictShare << " % of the instructions (ncu's stray count with many warps): "
-       << advice << " (" << step << "; ./lab hint 05)");
+              << metric(*k, ch05::kLdWavefronts) << " and " << metric(*k, ch05::kStWavefronts) << " wavefronts, "
+              << metric(*k, ch05::kLdInst) << " and " << metric(*k, ch05::kStInst)
+              << " instructions); want none beyond " << 100 * ch05::kStrayConflictShare
+              << " % of the instructions (ncu's stray count with many warps): " << advice << " (" << step
+              << "; ./lab hint 05)");
   CHECK(ch05::within_stray(ld, 0, metric(*k, ch05::kLdInst)));
   CHECK(ch05::within_stray(st, 0, metric(*k, ch05::kStInst)));
   if (want_static_shared >= 0) {
     const double bytes = metric(*k, ch05::kStaticShared);
-    INFO(kernel << " has " << bytes << " bytes of static shared memory; want " << want_static_shared << " (32 x 32 "
-         "floats) or " << 4 * want_static_shared << " (64 x 64): the tile stays exactly T x T floats, no pad ("
-         << step << ")");
+    INFO(kernel << " has " << bytes << " bytes of static shared memory; want " << want_static_shared
+                << " (32 x 32 "
+                   "floats) or "
+                << 4 * want_static_shared << " (64 x 64): the tile stays exactly T x T floats, no pad (" << step
+                << ")");
     CHECK((std::abs(bytes - want_static_shared) <= 10 || std::abs(bytes - 4 * want_static_shared) <= 20));
   }
 }
@@ -253,9 +262,11 @@ void check_no_conflicts(const char* kernel, const char* step, const char* advice
 // What racecheck's hazards in a step's kernel mean, and what to do (CML_CHECK_SANITIZER
 // prints "compute-sanitizer racecheck found" before it, and the tool's report after).
 std::string race_found(const char* kernel, const char* step) {
-  return std::string("hazards in ") + kernel + ": a thread reads a tile element another warp writes, with no barrier "
+  return std::string("hazards in ") + kernel +
+         ": a thread reads a tile element another warp writes, with no barrier "
          "between that write and this read — __syncthreads() after the whole tile is written, before any thread "
-         "reads it (" + step + "; ./lab hint 05)";
+         "reads it (" +
+         step + "; ./lab hint 05)";
 }
 
 // ---- Speed ------------------------------------------------------------------------------
@@ -337,10 +348,11 @@ TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
   const std::size_t n = static_cast<std::size_t>(shape.rows) * shape.cols;
   cml::DeviceBuffer<float> in(n), out(n);
   CUDA_CHECK(cudaMemset(in.data(), 0, n * 4));
-  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  CUDA_CHECK(cudaDeviceSynchronize());                    // lands before a kernel on a non-blocking stream
   const std::string one = what == "kernels" ? "" : what;  // one kernel, for racecheck
   for (const auto& [name, fn] : learner_kernels())
-    if (one.empty() || one == name) fn(in.data(), out.data(), one.empty() ? shape.rows : 100, one.empty() ? shape.cols : 68, s);
+    if (one.empty() || one == name)
+      fn(in.data(), out.data(), one.empty() ? shape.rows : 100, one.empty() ? shape.cols : 68, s);
   s.synchronize();
 }
 
@@ -356,22 +368,27 @@ TEST_CASE("step 1: transpose_tiled only enqueues one kernel on its stream", "[ch
   check_enqueues_only(ch05::transpose_tiled, "transpose_tiled");
 }
 
-TEST_CASE("step 1: transpose_tiled launches one block of 32 x 8 threads per tile of the matrix", "[ch05][step1][mechanism]") {
+TEST_CASE("step 1: transpose_tiled launches one block of 32 x 8 threads per tile of the matrix",
+          "[ch05][step1][mechanism]") {
   CML_REQUIRE_TRACING();
   check_tile_grid(ch05::transpose_tiled, "transpose_tiled", "transpose_tiled_kernel", "step 1");
 }
 
-TEST_CASE("step 1: transpose_tiled_kernel stages the tile in shared memory behind a barrier", "[ch05][step1][mechanism]") {
+TEST_CASE("step 1: transpose_tiled_kernel stages the tile in shared memory behind a barrier",
+          "[ch05][step1][mechanism]") {
   cml::test::device();
   CML_KERNEL_SASS(f, "transpose_tiled_kernel");
   const std::size_t sts = cml::sass::count(*f, "STS"), lds = cml::sass::count(*f, "LDS"),
                     bar = cml::sass::count(*f, "BAR.SYNC");
-  INFO("transpose_tiled_kernel has " << sts << " shared stores, " << lds << " shared loads: a warp must write "
-       "its row of the tile to shared memory and read a column of it back (step 1; ./lab hint 05)");
+  INFO("transpose_tiled_kernel has "
+       << sts << " shared stores, " << lds
+       << " shared loads: a warp must write "
+          "its row of the tile to shared memory and read a column of it back (step 1; ./lab hint 05)");
   CHECK(sts > 0);
   CHECK(lds > 0);
-  INFO("transpose_tiled_kernel has no barrier (BAR.SYNC): a warp reads a column of the tile that other warps "
-       "wrote, and nothing makes it wait for them: __syncthreads() between the two phases (step 1)");
+  INFO(
+      "transpose_tiled_kernel has no barrier (BAR.SYNC): a warp reads a column of the tile that other warps "
+      "wrote, and nothing makes it wait for them: __syncthreads() between the two phases (step 1)");
   CHECK(bar > 0);
 }
 
@@ -399,12 +416,14 @@ TEST_CASE("step 2: transpose_padded only enqueues one kernel on its stream", "[c
   check_enqueues_only(ch05::transpose_padded, "transpose_padded");
 }
 
-TEST_CASE("step 2: transpose_padded launches one block of 32 x 8 threads per tile of the matrix", "[ch05][step2][mechanism]") {
+TEST_CASE("step 2: transpose_padded launches one block of 32 x 8 threads per tile of the matrix",
+          "[ch05][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   check_tile_grid(ch05::transpose_padded, "transpose_padded", "transpose_padded_kernel", "step 2");
 }
 
-TEST_CASE("step 2: transpose_padded_kernel's shared accesses have no bank conflict (ncu)", "[ch05][step2][mechanism][profile]") {
+TEST_CASE("step 2: transpose_padded_kernel's shared accesses have no bank conflict (ncu)",
+          "[ch05][step2][mechanism][profile]") {
   check_no_conflicts("transpose_padded_kernel", "step 2",
                      "a column of an unpadded 32 x 32 tile lies in one bank; pad each row by one float "
                      "(tile[32][33]) — a pad row (tile[33][32]) changes nothing");
@@ -423,7 +442,8 @@ TEST_CASE("step 2: transpose_padded_kernel has no shared-memory race (racecheck)
 
 // ---- Step 3 -----------------------------------------------------------------------------
 
-TEST_CASE("step 3: transpose_swizzled transposes square, non-square and ragged matrices", "[ch05][step3][correctness]") {
+TEST_CASE("step 3: transpose_swizzled transposes square, non-square and ragged matrices",
+          "[ch05][step3][correctness]") {
   cml::test::device();
   check_shapes(ch05::transpose_swizzled, "transpose_swizzled", ch05::checked_shapes(), "step 3");
 }
@@ -433,12 +453,14 @@ TEST_CASE("step 3: transpose_swizzled only enqueues one kernel on its stream", "
   check_enqueues_only(ch05::transpose_swizzled, "transpose_swizzled");
 }
 
-TEST_CASE("step 3: transpose_swizzled launches one block of 32 x 8 threads per tile of the matrix", "[ch05][step3][mechanism]") {
+TEST_CASE("step 3: transpose_swizzled launches one block of 32 x 8 threads per tile of the matrix",
+          "[ch05][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   check_tile_grid(ch05::transpose_swizzled, "transpose_swizzled", "transpose_swizzled_kernel", "step 3");
 }
 
-TEST_CASE("step 3: transpose_swizzled_kernel has no bank conflict and no pad (ncu)", "[ch05][step3][mechanism][profile]") {
+TEST_CASE("step 3: transpose_swizzled_kernel has no bank conflict and no pad (ncu)",
+          "[ch05][step3][mechanism][profile]") {
   check_no_conflicts("transpose_swizzled_kernel", "step 3",
                      "both a row and a column of the tile must cover the 32 banks: keep element (row, col) at "
                      "column col ^ row, on the stores and on the loads alike",
@@ -458,7 +480,8 @@ TEST_CASE("step 3: transpose_swizzled_kernel has no shared-memory race (racechec
 
 // ---- Step 4 -----------------------------------------------------------------------------
 
-TEST_CASE("step 4: transpose_wide transposes every shape of multiples of 4, and refuses others", "[ch05][step4][correctness]") {
+TEST_CASE("step 4: transpose_wide transposes every shape of multiples of 4, and refuses others",
+          "[ch05][step4][correctness]") {
   cml::test::device();
   check_shapes(ch05::transpose_wide, "transpose_wide", ch05::checked_shapes_wide(), "step 4");
   cml::DeviceBuffer<float> in(64 * 64), out(64 * 64);
@@ -479,15 +502,18 @@ TEST_CASE("step 4: every access of transpose_wide_kernel moves 16 bytes (SASS)",
   CML_KERNEL_SASS(f, "transpose_wide_kernel");
   for (const char* op : {"LDG", "STG", "LDS", "STS"}) {
     const std::size_t wide = count_16_bytes(*f, op), all = cml::sass::count(*f, op);
-    INFO("transpose_wide_kernel: " << wide << " of its " << all << " " << op << " instructions move 16 bytes; "
-         "want all, and at least one: float4 through the whole kernel — a float4 tile (16-byte aligned, so no "
-         "one-float pad: swizzle float4 columns), and every component of each float4 used (step 4; ./lab hint 05)");
+    INFO("transpose_wide_kernel: "
+         << wide << " of its " << all << " " << op
+         << " instructions move 16 bytes; "
+            "want all, and at least one: float4 through the whole kernel — a float4 tile (16-byte aligned, so no "
+            "one-float pad: swizzle float4 columns), and every component of each float4 used (step 4; ./lab hint 05)");
     CHECK(wide > 0);
     CHECK(wide == all);
   }
 }
 
-TEST_CASE("step 4: transpose_wide_kernel's 16-byte shared accesses have no bank conflict (ncu)", "[ch05][step4][mechanism][profile]") {
+TEST_CASE("step 4: transpose_wide_kernel's 16-byte shared accesses have no bank conflict (ncu)",
+          "[ch05][step4][mechanism][profile]") {
   check_no_conflicts("transpose_wide_kernel", "step 4",
                      "a 16-byte access is served per quarter-warp: the 8 lanes of each quarter must cover the 32 "
                      "banks once — lanes reading rows 4 apart of a 256-byte-pitch tile share 4 banks (8-way), and a "
@@ -513,12 +539,14 @@ TEST_CASE("the chapter's transpose_aligned transposes square, non-square and rag
   cml::test::device();
   std::vector<ch05::Shape> shapes = ch05::checked_shapes();
   for (int rows = 57; rows < 65; ++rows) shapes.push_back({rows, 3 * rows + 1, "every row length mod 8"});
-  check_shapes(ch05::transpose_aligned, "transpose_aligned", shapes, "the chapter's transpose_aligned, not a step of yours");
+  check_shapes(ch05::transpose_aligned, "transpose_aligned", shapes,
+               "the chapter's transpose_aligned, not a step of yours");
 }
 
 // ---- The bank model against the hardware -------------------------------------------------
 
-TEST_CASE("the bank model predicts ncu's wavefronts and conflicts for every access-width experiment", "[ch05][mechanism][profile][model]") {
+TEST_CASE("the bank model predicts ncu's wavefronts and conflicts for every access-width experiment",
+          "[ch05][mechanism][profile][model]") {
   cml::test::device();
   std::string why;
   const auto measured = profiled("experiments", why);
@@ -531,8 +559,9 @@ TEST_CASE("the bank model predicts ncu's wavefronts and conflicts for every acce
     const auto m = ex[i].model();
     const int base = ex[i].store ? ch05::kStWavefronts : ch05::kLdWavefronts;
     INFO(ex[i].name << " (" << ex[i].shows << "): model " << cml::describe(m) << "; ncu " << metric(measured[i], base)
-         << " wavefronts, " << metric(measured[i], base + 1) << " conflicts, " << metric(measured[i], base + 2)
-         << " instructions. A difference is a rule of cml/banks.hpp to fix (and the lesson to correct)");
+                    << " wavefronts, " << metric(measured[i], base + 1) << " conflicts, "
+                    << metric(measured[i], base + 2)
+                    << " instructions. A difference is a rule of cml/banks.hpp to fix (and the lesson to correct)");
     CHECK(metric(measured[i], base + 2) == 1);  // one access under test: nvcc did not split it
     CHECK(metric(measured[i], base) == m.wavefronts);
     CHECK(metric(measured[i], base + 1) == m.conflicts);

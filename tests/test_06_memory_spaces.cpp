@@ -107,9 +107,10 @@ class SpeedBar {
     std::printf("device %s\n", cml::test::device().name.c_str());
     for (int run = 0; run < 5; ++run) {
       const auto st = cml::time_interleaved({slow_, yours_, slow_}, s_, kPerfTiming);
-      std::printf("%s run %d: this build's kernel over the slow version %s; the slow version over itself (the "
-                  "starter's mistake) %s (bar %.2f)\n",
-                  what_.c_str(), run, cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(), bar_);
+      std::printf(
+          "%s run %d: this build's kernel over the slow version %s; the slow version over itself (the "
+          "starter's mistake) %s (bar %.2f)\n",
+          what_.c_str(), run, cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(), bar_);
     }
     std::fflush(stdout);
   }
@@ -133,8 +134,8 @@ constexpr const char* kFaulted = "'s kernel faulted (";
 // did not run, a write past the end, a read past the end (`who` names the threads that must
 // not load), work on another stream than the one given (stream_race.hpp), wrong values.
 std::string run_on_device(const std::vector<float>& input, std::size_t n, const std::string& function,
-                          const std::function<void(const float*, float*, cudaStream_t)>& launch,
-                          const std::string& who, const std::function<std::string(const std::vector<float>&)>& judge) {
+                          const std::function<void(const float*, float*, cudaStream_t)>& launch, const std::string& who,
+                          const std::function<std::string(const std::vector<float>&)>& judge) {
   cml::Stream s;
   const cml::test::GuardedInput<float> in(input);
   const ch06::Output out(n, s);
@@ -183,7 +184,8 @@ std::string fir_error(FirFn fn, int rows, int cols, int seed) {
   const auto want = ch06::fir_reference(host, rows, cols, taps);
   const std::string err = run_on_device(
       host, n, "fir_registers", [&](const float* in, float* out, cudaStream_t s) { fn(in, out, rows, cols, taps, s); },
-      "a segment's rows past the image's last row", [&](const std::vector<float>& got) {
+      "a segment's rows past the image's last row",
+      [&](const std::vector<float>& got) {
         const auto v = cml::compare_exact(got.data(), want.data(), n);
         if (v.ok) return std::string();
         return v.describe() + never_written(got[v.first_bad]) + " (row " + std::to_string(v.first_bad / cols) +
@@ -254,22 +256,20 @@ TEST_CASE("step 1: fir_registers only enqueues its kernel, with fir_grid and kFi
   cml::DeviceBuffer<float> in(333 * 1000), out(333 * 1000);
   const auto taps = ch06::fir_taps();
   for (const auto& [rows, cols, kernels] : {std::tuple<int, int, std::size_t>{64, 96, 1}, {0, 96, 0}, {64, 0, 0}})
-    CML_CHECK_ENQUEUE_ONLY("fir_registers on " + std::to_string(rows) + " x " + std::to_string(cols),
-                           ([&, r = rows, c = cols](cudaStream_t s) {
-                             ch06::fir_registers(in.data(), out.data(), r, c, taps, s);
-                           }),
-                           kernels, kEnqueuePromise);
+    CML_CHECK_ENQUEUE_ONLY(
+        "fir_registers on " + std::to_string(rows) + " x " + std::to_string(cols),
+        ([&, r = rows, c = cols](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), r, c, taps, s); }),
+        kernels, kEnqueuePromise);
   // One block each way, and a ragged shape of several blocks each way: a grid for kTaps rows
   // a block, or with rows and cols swapped, differs from fir_grid at one or the other.
   for (const auto& [rows, cols] : {std::pair<int, int>{64, 96}, {333, 1000}}) {
-    const auto e = watch([&, r = rows, c = cols](cudaStream_t s) {
-      ch06::fir_registers(in.data(), out.data(), r, c, taps, s);
-    });
+    const auto e =
+        watch([&, r = rows, c = cols](cudaStream_t s) { ch06::fir_registers(in.data(), out.data(), r, c, taps, s); });
     CML_REQUIRE_TRACE_OK(e.trace);
     const auto shape = launch_shape(e.trace);
     const auto want = shape_text(ch06::fir_grid(rows, cols), ch06::kFirBlock);
     INFO("fir_registers on " << rows << " x " << cols << " launched " << shape << "; want " << want
-         << " (memory_spaces.cuh: the grid is fir_grid, kFirBlock threads a block; step 1)");
+                             << " (memory_spaces.cuh: the grid is fir_grid, kFirBlock threads a block; step 1)");
     CHECK((shape.empty() || shape == want));
   }
 }
@@ -283,8 +283,8 @@ TEST_CASE("step 1: fir_registers_kernel keeps its window in registers (resources
   cml::test::device();
   cudaFuncAttributes a{};
   CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(ch06::fir_registers_kernel)));
-  INFO("cudaFuncGetAttributes(fir_registers_kernel): localSizeBytes = " << a.localSizeBytes << ", numRegs = " << a.numRegs
-       << ": want no local memory (step 1)");
+  INFO("cudaFuncGetAttributes(fir_registers_kernel): localSizeBytes = "
+       << a.localSizeBytes << ", numRegs = " << a.numRegs << ": want no local memory (step 1)");
   CHECK(a.localSizeBytes == 0);
 }
 
@@ -304,15 +304,18 @@ std::string mix_error(int n, int seed, const std::vector<float>& m) {
   for (std::size_t i = 0; i < total; ++i) host[i] = ch06::mix_input(i + seed);
   const auto want = ch06::mix_reference(host, m, n);
   const std::string err = run_on_device(
-      host, total, "mix_constant", [&](const float* in, float* out, cudaStream_t s) { ch06::mix_constant(in, out, n, s); },
-      "a thread past the last pixel (p >= n)", [&](const std::vector<float>& got) {
+      host, total, "mix_constant",
+      [&](const float* in, float* out, cudaStream_t s) { ch06::mix_constant(in, out, n, s); },
+      "a thread past the last pixel (p >= n)",
+      [&](const std::vector<float>& got) {
         const auto v = cml::compare_exact(got.data(), want.data(), total);
         if (v.ok) return std::string();
         if (ch06::Output::is_poison(got[v.first_bad]))
           return v.describe() + never_written(got[v.first_bad]) + " (pixel " + std::to_string(v.first_bad % n) +
                  ": does every pixel get a thread, for every n?)";
         return v.describe() + " (channel " + std::to_string(v.first_bad / n) + ", pixel " +
-               std::to_string(v.first_bad % n) + "; the matrix must come from c_mix, which the tests change with set_mix)";
+               std::to_string(v.first_bad % n) +
+               "; the matrix must come from c_mix, which the tests change with set_mix)";
       });
   return loadable(reinterpret_cast<const void*>(ch06::mix_constant_kernel), "mix_constant_kernel", err);
 }
@@ -398,7 +401,8 @@ TEST_CASE("step 2: mix_constant only enqueues its kernel", "[ch06][step2][mechan
 }
 
 // A size of whole 256-thread blocks among them: a grid rounded up once too often shows there.
-TEST_CASE("step 2: mix_constant launches one thread per pixel, in a 1-D grid of just enough blocks", "[ch06][step2][mechanism]") {
+TEST_CASE("step 2: mix_constant launches one thread per pixel, in a 1-D grid of just enough blocks",
+          "[ch06][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::device();
   for (const int n : {1000, 4096, 99999}) {
@@ -416,20 +420,26 @@ TEST_CASE("step 2: mix_constant launches one thread per pixel, in a 1-D grid of 
     if (!cml::test::one_dimensional(l.kernel.grid) || !cml::test::one_dimensional(l.kernel.block))
       why = "a 1-D grid of 1-D blocks: the pixels are one row of n";
     else if (blocks > want)
-      why = cml::fixed(static_cast<double>(blocks) / static_cast<double>(want), 1) + "x too many blocks: the "
+      why = cml::fixed(static_cast<double>(blocks) / static_cast<double>(want), 1) +
+            "x too many blocks: the "
             "threads past pixel n - 1 have no work (one thread per output value, the starter's launch, is 16 n "
             "threads; now each thread computes all 16 outputs of its pixel)";
     else if (blocks < want)
       why = "too few blocks: pixels past the grid's last thread get none";
     INFO("mix_constant with n = " << n << ": your grid has " << blocks << " blocks ("
-         << cml::test::dims_text(l.kernel.grid) << ") of " << per_block << " threads (" << cml::test::dims_text(l.kernel.block) << "); the contract wants "
-         "one thread per pixel, (n + " << per_block << " - 1) / " << per_block << " = " << want << " blocks of "
-         << per_block << ": " << why << " (step 2; ./lab hint 06)");
+                                  << cml::test::dims_text(l.kernel.grid) << ") of " << per_block << " threads ("
+                                  << cml::test::dims_text(l.kernel.block)
+                                  << "); the contract wants "
+                                     "one thread per pixel, (n + "
+                                  << per_block << " - 1) / " << per_block << " = " << want << " blocks of " << per_block
+                                  << ": " << why << " (step 2; ./lab hint 06)");
     CHECK(why.empty());
   }
 }
 
-TEST_CASE("step 2: mix_constant_kernel reads constant memory one address per warp, and nothing from local memory (SASS)", "[ch06][step2][mechanism]") {
+TEST_CASE(
+    "step 2: mix_constant_kernel reads constant memory one address per warp, and nothing from local memory (SASS)",
+    "[ch06][step2][mechanism]") {
   CML_KERNEL_SASS(k, "mix_constant_kernel");
   const std::string err = step2_code_error(*k);
   INFO(err << "(./lab run 06 -- --mode=constant shows its reads of M; ./lab hint 06)");
@@ -465,9 +475,10 @@ std::string rotation_error(const ch06::RotationCase& rc) {
     if (miss.empty()) return std::string();
     if (std::any_of(got.begin(), got.end(), ch06::Output::is_poison))
       return miss + "; some pixels were never written: does every output pixel get a thread?";
-    return miss + " — wrong at the edges only: what does a read outside the image return? everywhere, off by about "
-                  "half a neighbour's difference: pixel centres are at i + 0.5; a step-like result: is the texture "
-                  "filtering?";
+    return miss +
+           " — wrong at the edges only: what does a read outside the image return? everywhere, off by about "
+           "half a neighbour's difference: pixel centres are at i + 0.5; a step-like result: is the texture "
+           "filtering?";
   });
   if (read_failed)
     return loadable(reinterpret_cast<const void*>(ch06::rotate_texture_kernel), "rotate_texture_kernel", err) +
@@ -510,7 +521,7 @@ TEST_CASE("step 3: rotate_texture only enqueues its kernel, with rotate_grid", "
     const auto shape = launch_shape(e.trace);
     const auto want = shape_text(ch06::rotate_grid(w, h), dim3(ch06::kRotateBlockX, ch06::kRotateBlockY));
     INFO("rotate_texture on " << w << " x " << h << " launched " << shape << "; want " << want
-         << " (memory_spaces.cuh: every rotation launches rotate_grid, 32 x 8 threads; step 3)");
+                              << " (memory_spaces.cuh: every rotation launches rotate_grid, 32 x 8 threads; step 3)");
     CHECK((shape.empty() || shape == want));
   }
 }
@@ -524,8 +535,9 @@ TEST_CASE("step 3: the rotation's texture is over the image, filters linearly an
   const ch06::Image img = image.image();
   const ch06::TextureObject tex(ch06::create_rotation_texture(img));
   {
-    INFO("create_rotation_texture returned no texture object (0): create one over the pitched image (step 3; "
-         "./lab hint 06)");
+    INFO(
+        "create_rotation_texture returned no texture object (0): create one over the pitched image (step 3; "
+        "./lab hint 06)");
     REQUIRE(tex.t != 0);
   }
   cudaResourceDesc r{};
@@ -534,25 +546,29 @@ TEST_CASE("step 3: the rotation's texture is over the image, filters linearly an
                         r.res.pitch2D.width == 64 && r.res.pitch2D.height == 48 &&
                         r.res.pitch2D.pitchInBytes == img.pitch_bytes;
   {
-    INFO("the texture's resource is not img: type " << int(r.resType) << " (want cudaResourceTypePitch2D = "
-         << int(cudaResourceTypePitch2D) << "), " << r.res.pitch2D.width << " x " << r.res.pitch2D.height
-         << ", pitch " << r.res.pitch2D.pitchInBytes << " (want 64 x 48, pitch " << img.pitch_bytes
+    INFO("the texture's resource is not img: type "
+         << int(r.resType) << " (want cudaResourceTypePitch2D = " << int(cudaResourceTypePitch2D) << "), "
+         << r.res.pitch2D.width << " x " << r.res.pitch2D.height << ", pitch " << r.res.pitch2D.pitchInBytes
+         << " (want 64 x 48, pitch " << img.pitch_bytes
          << "): a texture over img.data, its width, height and pitch_bytes (step 3)");
     CHECK(over_img);
   }
   cudaTextureDesc d{};
   CUDA_CHECK(cudaGetTextureObjectTextureDesc(&d, tex.t));
   {
-    INFO("the texture's filter mode is point: the reference blends the four nearest pixels (cudaFilterModeLinear; "
-         "step 3)");
+    INFO(
+        "the texture's filter mode is point: the reference blends the four nearest pixels (cudaFilterModeLinear; "
+        "step 3)");
     CHECK(d.filterMode == cudaFilterModeLinear);
   }
   // The address mode only: the border colour read back through
   // cudaGetTextureObjectTextureDesc is not the one given (seen on the H200: 2e-19 for a
   // zeroed descriptor), and the results test sees a wrong colour anyway.
   for (int dim = 0; dim < 2; ++dim) {
-    INFO("address mode of dimension " << dim << " is " << int(d.addressMode[dim]) << ": outside the image the "
-         "reference reads 0 — clamp repeats the edge pixels (cudaAddressModeBorder; step 3)");
+    INFO("address mode of dimension "
+         << dim << " is " << int(d.addressMode[dim])
+         << ": outside the image the "
+            "reference reads 0 — clamp repeats the edge pixels (cudaAddressModeBorder; step 3)");
     CHECK(d.addressMode[dim] == cudaAddressModeBorder);
   }
 }
@@ -577,7 +593,8 @@ std::string step3_code_error(const cml::sass::Function& k) {
 
 }  // namespace
 
-TEST_CASE("step 3: rotate_texture_kernel reads through the texture unit only, and nothing from local memory (SASS)", "[ch06][step3][mechanism]") {
+TEST_CASE("step 3: rotate_texture_kernel reads through the texture unit only, and nothing from local memory (SASS)",
+          "[ch06][step3][mechanism]") {
   CML_KERNEL_SASS(k, "rotate_texture_kernel");
   const std::string err = step3_code_error(*k);
   INFO(err << "(cuobjdump -sass build/chapters/ch06 shows it; ./lab hint 06)");

@@ -76,32 +76,39 @@ void check_sums_on_every_case(SumFn fn, const char* function, bool staged, const
           for (int r = 0; r < reps && err.empty(); ++r) err = sums_error(fn, function, k.n, k.blocks, compute, stages);
         } catch (const cml::CudaError& e) {
           // A fault ends the process's CUDA context: no later case could run.
-          FAIL("n = " << k.n << " (" << k.what << "), compute " << compute << ", stages " << stages << ": the kernel "
-               "faulted: " << e.what() << " — a copy read outside the array (past in[n - 1]: a whole tile copied "
-               "for the short last one, a slot past the block's last tile fetched) or wrote outside its shared "
-               "buffer (" << step << "; ./lab hint 07)");
+          FAIL("n = "
+               << k.n << " (" << k.what << "), compute " << compute << ", stages " << stages
+               << ": the kernel "
+                  "faulted: "
+               << e.what()
+               << " — a copy read outside the array (past in[n - 1]: a whole tile copied "
+                  "for the short last one, a slot past the block's last tile fetched) or wrote outside its shared "
+                  "buffer ("
+               << step << "; ./lab hint 07)");
         }
         if (!err.empty()) stage_failed[static_cast<std::size_t>(stages)] = true;
         std::string advice;
         if (!err.empty() && staged && stages == 3 && !stage_failed[1] && !stage_failed[2])
-          advice = ": stages 1 and 2 pass and 3 fails: the stage index wraps wrongly — the k-th tile lives in buffer "
-                   "k % stages for any stages, not k & (stages - 1), and the same index is used to fill and to read";
+          advice =
+              ": stages 1 and 2 pass and 3 fails: the stage index wraps wrongly — the k-th tile lives in buffer "
+              "k % stages for any stages, not k & (stages - 1), and the same index is used to fill and to read";
         else if (err == cml::test::ran_elsewhere(function))
           advice = "";
         else if (!err.empty() && std::string(err).find("short last tile") != std::string::npos)
-          advice = ": the short last tile: copy only its count words (tile_span), and every thread still takes part "
-                   "in every wait and barrier";
+          advice =
+              ": the short last tile: copy only its count words (tile_span), and every thread still takes part "
+              "in every wait and barrier";
         else if (!err.empty())
-          advice = ": if the sums are wrong only in some runs or only for large arrays, a thread read a tile before "
-                   "its copy completed: wait for the copy (its group, its barrier, its pipeline stage — committed) "
-                   "before the barrier that lets other threads read it";
+          advice =
+              ": if the sums are wrong only in some runs or only for large arrays, a thread read a tile before "
+              "its copy completed: wait for the copy (its group, its barrier, its pipeline stage — committed) "
+              "before the barrier that lets other threads read it";
         INFO("n = " << k.n << " (" << k.what << "), compute " << compute << (staged ? ", stages " : "")
-             << (staged ? std::to_string(stages) : std::string()) << ": " << err << advice << " (" << step
-             << "; ./lab hint 07)");
+                    << (staged ? std::to_string(stages) : std::string()) << ": " << err << advice << " (" << step
+                    << "; ./lab hint 07)");
         CHECK(err.empty());
       }
 }
-
 
 // ---- SASS -------------------------------------------------------------------------------
 
@@ -112,14 +119,17 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
   const std::size_t ldgsts = cml::sass::count(f, "LDGSTS"), ublkcp = cml::sass::count(f, "UBLKCP");
   {
     INFO(kernel << " has no LDGSTS and no UBLKCP (asynchronous global-to-shared copies): the tile still passes "
-         "through registers, as in sum_through_registers — " << how << " (" << step << "; ./lab hint 07)");
+                   "through registers, as in sum_through_registers — "
+                << how << " (" << step << "; ./lab hint 07)");
     CHECK(ldgsts + ublkcp > 0);
   }
   {
     const std::size_t ldg = cml::sass::count(f, "LDG");  // LDG.*, not LDGSTS or LDGDEPBAR
-    INFO(kernel << " has " << ldg << " LDG (global loads into registers) beside its " << ldgsts + ublkcp
+    INFO(kernel
+         << " has " << ldg << " LDG (global loads into registers) beside its " << ldgsts + ublkcp
          << " asynchronous copies: every word of the tile must reach shared memory by the asynchronous copy, none "
-         "through a register (" << step << "; ./lab hint 07)");
+            "through a register ("
+         << step << "; ./lab hint 07)");
     CHECK(ldg == 0);
   }
   if (ldgsts + ublkcp == 0) return;  // nothing asynchronous: the checks below would only repeat it
@@ -131,8 +141,9 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
   {
     const std::size_t commits = cml::sass::count(f, "LDGDEPBAR") + cml::sass::count(f, "ARRIVES.LDGSTSBAR") + ublkcp;
     INFO(kernel << ": no stage is ever committed (no LDGDEPBAR: cp.async.commit_group) and no copy is attached to a "
-         "barrier (no ARRIVES.LDGSTSBAR): nothing can wait for these copies — commit each stage's copies "
-         "(producer_commit), in every thread (" << step << "; ./lab hint 07)");
+                   "barrier (no ARRIVES.LDGSTSBAR): nothing can wait for these copies — commit each stage's copies "
+                   "(producer_commit), in every thread ("
+                << step << "; ./lab hint 07)");
     CHECK(commits > 0);
   }
   {
@@ -140,22 +151,25 @@ void check_async_copies(const cml::sass::Function& f, const char* kernel, const 
     const std::size_t waits = cml::sass::count(f, "DEPBAR") + cml::sass::count(f, "SYNCS.PHASECHK") +
                               (polled ? cml::sass::count(f, "NANOSLEEP") : 0);
     INFO(kernel << " never waits for its copies (no DEPBAR: cp.async.wait_group; no "
-         << (polled ? "polling loop with NANOSLEEP" : "SYNCS.PHASECHK") << ": a barrier's "
-         "wait): the compute reads a tile before its copy completed — wait for it before the block barrier ("
-         << step << "; ./lab hint 07)");
+                << (polled ? "polling loop with NANOSLEEP" : "SYNCS.PHASECHK")
+                << ": a barrier's "
+                   "wait): the compute reads a tile before its copy completed — wait for it before the block barrier ("
+                << step << "; ./lab hint 07)");
     CHECK(waits > 0);
   }
 }
 
 // ---- compute-sanitizer ------------------------------------------------------------------
 
-#define check_no_race(kernel, step, advice)                                                              \
-  do {                                                                                                   \
-    CML_CHECK_SANITIZER("racecheck", std::string("racecheck:") + (kernel),                               \
-                        "hazards in " << (kernel) << " on a small array: a thread read shared memory before " \
-                        "the copy that writes it completed (or a copy overwrote words still being read) — "   \
-                        "even where the sums came out right: " << (advice) << " (" << (step)                  \
-                        << "; ./lab hint 07)");                                                          \
+#define check_no_race(kernel, step, advice)                                                                    \
+  do {                                                                                                         \
+    CML_CHECK_SANITIZER(                                                                                       \
+        "racecheck", std::string("racecheck:") + (kernel),                                                     \
+        "hazards in " << (kernel)                                                                              \
+                      << " on a small array: a thread read shared memory before "                              \
+                         "the copy that writes it completed (or a copy overwrote words still being read) — " \
+                         "even where the sums came out right: "                                                \
+                      << (advice) << " (" << (step) << "; ./lab hint 07)");                                    \
   } while (0)
 
 // ---- Speed ------------------------------------------------------------------------------
@@ -224,26 +238,31 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged array", "[.tar
 
 CML_INTEGRITY_CASE(07, "07_memcpy_async")
 
-TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multiples of the tile", "[ch07][step1][correctness]") {
+TEST_CASE("step 1: sum_cg computes every block's sum at sizes that are not multiples of the tile",
+          "[ch07][step1][correctness]") {
   check_sums_on_every_case(ch07::sum_cg, "sum_cg", false, "step 1");
 }
 
-TEST_CASE("step 1: sum_cg reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step1][correctness]") {
-  cml::test::check_reads_stop_at_end(ch07::sum_cg, "sum_cg", 1, ch07::make_job,
-                                     "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
-                                     "s.count bytes (tile_span), whatever compute_tile then reads (step 1; ./lab hint 07)");
+TEST_CASE("step 1: sum_cg reads nothing past the end of the array, which ends at an unmapped page",
+          "[ch07][step1][correctness]") {
+  cml::test::check_reads_stop_at_end(
+      ch07::sum_cg, "sum_cg", 1, ch07::make_job,
+      "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
+      "s.count bytes (tile_span), whatever compute_tile then reads (step 1; ./lab hint 07)");
 }
 
 TEST_CASE("step 1: sum_cg only enqueues one kernel on its stream", "[ch07][step1][mechanism]") {
   cml::test::check_sum_enqueues_only(ch07::sum_cg, "sum_cg", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
-TEST_CASE("step 1: sum_cg launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step1][mechanism]") {
+TEST_CASE("step 1: sum_cg launches job.blocks blocks of kThreads threads, whatever the tile count",
+          "[ch07][step1][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::check_sum_grid(ch07::sum_cg, "sum_cg", "sum_cg_kernel", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
-TEST_CASE("step 1: sum_cg_kernel copies the tile asynchronously, not through registers (SASS)", "[ch07][step1][mechanism]") {
+TEST_CASE("step 1: sum_cg_kernel copies the tile asynchronously, not through registers (SASS)",
+          "[ch07][step1][mechanism]") {
   CML_KERNEL_SASS(f, "sum_cg_kernel");
   check_async_copies(*f, "sum_cg_kernel", "step 1",
                      "one collective copy of the tile by the whole block, then a wait for it");
@@ -257,11 +276,13 @@ TEST_CASE("step 1: sum_cg_kernel reads no tile before its copy completed (racech
 
 // ---- Step 2 -----------------------------------------------------------------------------
 
-TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not multiples of the tile", "[ch07][step2][correctness]") {
+TEST_CASE("step 2: sum_barrier computes every block's sum at sizes that are not multiples of the tile",
+          "[ch07][step2][correctness]") {
   check_sums_on_every_case(ch07::sum_barrier, "sum_barrier", false, "step 2");
 }
 
-TEST_CASE("step 2: sum_barrier reads nothing past the end of the array, which ends at an unmapped page", "[ch07][step2][correctness]") {
+TEST_CASE("step 2: sum_barrier reads nothing past the end of the array, which ends at an unmapped page",
+          "[ch07][step2][correctness]") {
   cml::test::check_reads_stop_at_end(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job,
                                      "the short last tile is s.count words, not kTileWords: copy sizeof(Word) * "
                                      "s.count bytes (tile_span) (step 2; ./lab hint 07)");
@@ -271,12 +292,15 @@ TEST_CASE("step 2: sum_barrier only enqueues one kernel on its stream", "[ch07][
   cml::test::check_sum_enqueues_only(ch07::sum_barrier, "sum_barrier", 1, ch07::make_job, "memcpy_async.cuh");
 }
 
-TEST_CASE("step 2: sum_barrier launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step2][mechanism]") {
+TEST_CASE("step 2: sum_barrier launches job.blocks blocks of kThreads threads, whatever the tile count",
+          "[ch07][step2][mechanism]") {
   CML_REQUIRE_TRACING();
-  cml::test::check_sum_grid(ch07::sum_barrier, "sum_barrier", "sum_barrier_kernel", 1, ch07::make_job, "memcpy_async.cuh");
+  cml::test::check_sum_grid(ch07::sum_barrier, "sum_barrier", "sum_barrier_kernel", 1, ch07::make_job,
+                            "memcpy_async.cuh");
 }
 
-TEST_CASE("step 2: sum_barrier_kernel's copies complete on a barrier in shared memory (SASS)", "[ch07][step2][mechanism]") {
+TEST_CASE("step 2: sum_barrier_kernel's copies complete on a barrier in shared memory (SASS)",
+          "[ch07][step2][mechanism]") {
   CML_KERNEL_SASS(f, "sum_barrier_kernel");
   check_async_copies(*f, "sum_barrier_kernel", "step 2", "cuda::memcpy_async with the barrier as its last argument");
   // The barrier object's instructions: SYNCS from sm_90 on; before it, the copies' arrival
@@ -285,26 +309,32 @@ TEST_CASE("step 2: sum_barrier_kernel's copies complete on a barrier in shared m
   const char* const ops = hopper ? "SYNCS" : "ARRIVES.LDGSTSBAR or ATOMS.ARRIVE";
   const std::size_t syncs = hopper ? cml::sass::count(*f, "SYNCS")
                                    : cml::sass::count(*f, "ARRIVES.LDGSTSBAR") + cml::sass::count(*f, "ATOMS.ARRIVE");
-  INFO("sum_barrier_kernel has " << syncs << " " << ops << " instructions: no hardware barrier object (mbarrier) is "
-       "arrived at or waited on, so the copy does not complete on a cuda::barrier — a __shared__ "
-       "cuda::barrier<cuda::thread_scope_block>, init() by one thread, the copy handed to it, arrive_and_wait "
-       "(step 2; ./lab hint 07)");
+  INFO("sum_barrier_kernel has "
+       << syncs << " " << ops
+       << " instructions: no hardware barrier object (mbarrier) is "
+          "arrived at or waited on, so the copy does not complete on a cuda::barrier — a __shared__ "
+          "cuda::barrier<cuda::thread_scope_block>, init() by one thread, the copy handed to it, arrive_and_wait "
+          "(step 2; ./lab hint 07)");
   CHECK(syncs > 0);
 }
 
-TEST_CASE("step 2: sum_barrier_kernel reads no tile before its copy completed (racecheck)", "[ch07][step2][mechanism]") {
+TEST_CASE("step 2: sum_barrier_kernel reads no tile before its copy completed (racecheck)",
+          "[ch07][step2][mechanism]") {
   check_no_race("sum_barrier_kernel", "step 2",
                 "every thread arrives and waits on the barrier the copy completes on before it computes");
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
 
-TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it", "[ch07][step3][correctness]") {
+TEST_CASE("step 3: sum_pipeline computes every block's sum at every stage count, tile counts not multiples of it",
+          "[ch07][step3][correctness]") {
   check_sums_on_every_case(ch07::sum_pipeline, "sum_pipeline", true, "step 3");
   cml::test::check_stage_range(ch07::sum_pipeline, "sum_pipeline", ch07::make_job, "memcpy_async.cuh");
 }
 
-TEST_CASE("step 3: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step3][correctness]") {
+TEST_CASE(
+    "step 3: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page",
+    "[ch07][step3][correctness]") {
   cml::test::check_reads_stop_at_end(ch07::sum_pipeline, "sum_pipeline", ch07::kMaxStages, ch07::make_job,
                                      "a fetch of a slot past the block's last tile copies nothing (t < tiles), and "
                                      "the short last tile copies its count words only — still committing, in every "
@@ -315,40 +345,47 @@ TEST_CASE("step 3: sum_pipeline only enqueues one kernel on its stream", "[ch07]
   cml::test::check_sum_enqueues_only(ch07::sum_pipeline, "sum_pipeline", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
-TEST_CASE("step 3: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step3][mechanism]") {
+TEST_CASE("step 3: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count",
+          "[ch07][step3][mechanism]") {
   CML_REQUIRE_TRACING();
-  cml::test::check_sum_grid(ch07::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, ch07::make_job, "memcpy_async.cuh");
+  cml::test::check_sum_grid(ch07::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, ch07::make_job,
+                            "memcpy_async.cuh");
 }
 
-TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not through registers (SASS)", "[ch07][step3][mechanism]") {
+TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not through registers (SASS)",
+          "[ch07][step3][mechanism]") {
   CML_KERNEL_SASS(f, "sum_pipeline_kernel");
   check_async_copies(*f, "sum_pipeline_kernel", "step 3", "each thread's copies into a stage, committed as one stage");
 }
 
-TEST_CASE("step 3: sum_pipeline_kernel reads no stage before its copy completed (racecheck)", "[ch07][step3][mechanism]") {
+TEST_CASE("step 3: sum_pipeline_kernel reads no stage before its copy completed (racecheck)",
+          "[ch07][step3][mechanism]") {
   check_no_race("sum_pipeline_kernel", "step 3",
                 "commit each stage's copies, wait for the stage (consumer_wait), THEN the block barrier, then "
                 "compute; a wait after the barrier covers only this thread's own copies");
 }
 
 TEST_CASE("step 3: 3 stages overlap copies with compute: kStagesOverOne of 1 stage", "[ch07][step3][perf]") {
-  check_sum_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_pipeline, 1, "itself at 1 stage", kStagesOverOne,
-              "with 3 stages the copies of the next 2 tiles must be in flight while the block computes — fill "
-              "stage k + stages - 1 before waiting for stage k, and wait for all but the newest stages - 1 (step 3; "
-              "./lab hint 07)");
+  check_sum_speed(
+      ch07::sum_pipeline, "sum_pipeline", ch07::sum_pipeline, 1, "itself at 1 stage", kStagesOverOne,
+      "with 3 stages the copies of the next 2 tiles must be in flight while the block computes — fill "
+      "stage k + stages - 1 before waiting for stage k, and wait for all but the newest stages - 1 (step 3; "
+      "./lab hint 07)");
 }
 
-TEST_CASE("step 3: where occupancy is limited the pipeline beats register staging by kPipelineOverSync", "[ch07][step3][perf]") {
+TEST_CASE("step 3: where occupancy is limited the pipeline beats register staging by kPipelineOverSync",
+          "[ch07][step3][perf]") {
   check_sum_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_sync, 1, "sum_sync (register staging)",
-              kPipelineOverSync,
-              "few blocks per SM hide latency only with more bytes in flight per block, and a loop lean enough to "
-              "issue them (no 64-bit k % stages per tile; a whole tile's copies unrolled) (step 3; ./lab hint 07)");
+                  kPipelineOverSync,
+                  "few blocks per SM hide latency only with more bytes in flight per block, and a loop lean enough to "
+                  "issue them (no 64-bit k % stages per tile; a whole tile's copies unrolled) (step 3; ./lab hint 07)");
 }
 
-TEST_CASE("step 3: copy-bound, the pipeline reads at kPipelineOverReadOnly of a read-only kernel", "[ch07][step3][perf]") {
+TEST_CASE("step 3: copy-bound, the pipeline reads at kPipelineOverReadOnly of a read-only kernel",
+          "[ch07][step3][perf]") {
   check_sum_speed(ch07::sum_pipeline, "sum_pipeline", ch07::sum_read_only, 1, "the read-only kernel",
-              kPipelineOverReadOnly,
-              "copies of the next tiles in flight while the block computes (step 3; ./lab hint 07)");
+                  kPipelineOverReadOnly,
+                  "copies of the next tiles in flight while the block computes (step 3; ./lab hint 07)");
 }
 
 // Not a test: both sides of every speed bar of steps 3 and 4, five runs, in this build (the
@@ -360,19 +397,18 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
   for (int run = 0; run < 5; ++run) {
     for (const int per_sm : {2}) {
       const TimedArray t(per_sm);
-      const auto with = [&](SumFn fn, int stages) {
-        return [fn, j = t.job(stages)](cudaStream_t x) { fn(j, x); };
-      };
-      const auto st = cml::test::time_together({with(ch07::sum_read_only, 1), with(ch07::sum_sync, 1),
-                                                with(ch07::sum_pipeline, 1), with(ch07::sum_pipeline, 3),
-                                                with(ch07::sum_fast, 3)});
-      std::printf("run %d, %d blocks per SM: pipeline 3 stages over 1 %s (bar %.2f); over sync %s, 1 stage over "
-                  "sync %s (bar %.2f); of read-only: pipeline %s, 1 stage %s (bar %.2f), fast %s; fast over pipeline %s (bar %.2f)\n",
-                  run, per_sm, cml::ratio_text(st[2], st[3]).c_str(), kStagesOverOne,
-                  cml::ratio_text(st[1], st[3]).c_str(), cml::ratio_text(st[1], st[2]).c_str(), kPipelineOverSync,
-                  cml::ratio_text(st[0], st[3]).c_str(), cml::ratio_text(st[0], st[2]).c_str(),
-                  kPipelineOverReadOnly, cml::ratio_text(st[0], st[4]).c_str(), cml::ratio_text(st[3], st[4]).c_str(),
-                  kFastOverPipeline);
+      const auto with = [&](SumFn fn, int stages) { return [fn, j = t.job(stages)](cudaStream_t x) { fn(j, x); }; };
+      const auto st =
+          cml::test::time_together({with(ch07::sum_read_only, 1), with(ch07::sum_sync, 1), with(ch07::sum_pipeline, 1),
+                                    with(ch07::sum_pipeline, 3), with(ch07::sum_fast, 3)});
+      std::printf(
+          "run %d, %d blocks per SM: pipeline 3 stages over 1 %s (bar %.2f); over sync %s, 1 stage over "
+          "sync %s (bar %.2f); of read-only: pipeline %s, 1 stage %s (bar %.2f), fast %s; fast over pipeline %s (bar "
+          "%.2f)\n",
+          run, per_sm, cml::ratio_text(st[2], st[3]).c_str(), kStagesOverOne, cml::ratio_text(st[1], st[3]).c_str(),
+          cml::ratio_text(st[1], st[2]).c_str(), kPipelineOverSync, cml::ratio_text(st[0], st[3]).c_str(),
+          cml::ratio_text(st[0], st[2]).c_str(), kPipelineOverReadOnly, cml::ratio_text(st[0], st[4]).c_str(),
+          cml::ratio_text(st[3], st[4]).c_str(), kFastOverPipeline);
     }
   }
   std::fflush(stdout);
@@ -381,12 +417,14 @@ TEST_CASE("steps 3 and 4: measure both sides of the speed bars", "[ch07][step3][
 
 // ---- Step 4 -----------------------------------------------------------------------------
 
-TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n not a multiple of 4", "[ch07][step4][correctness]") {
+TEST_CASE("step 4: sum_fast computes every block's sum at every stage count, n not a multiple of 4",
+          "[ch07][step4][correctness]") {
   check_sums_on_every_case(ch07::sum_fast, "sum_fast", true, "step 4");
   cml::test::check_stage_range(ch07::sum_fast, "sum_fast", ch07::make_job, "memcpy_async.cuh");
 }
 
-TEST_CASE("step 4: sum_fast reads nothing past the end of the array at any stage count, which ends at an unmapped page", "[ch07][step4][correctness]") {
+TEST_CASE("step 4: sum_fast reads nothing past the end of the array at any stage count, which ends at an unmapped page",
+          "[ch07][step4][correctness]") {
   cml::test::check_reads_stop_at_end(ch07::sum_fast, "sum_fast", ch07::kMaxStages, ch07::make_job,
                                      "a thread whose 16-byte piece lies wholly past the tile's count words copies "
                                      "nothing, the piece where the array ends copies its 1-3 words one by one, and "
@@ -397,7 +435,8 @@ TEST_CASE("step 4: sum_fast only enqueues one kernel on its stream", "[ch07][ste
   cml::test::check_sum_enqueues_only(ch07::sum_fast, "sum_fast", 3, ch07::make_job, "memcpy_async.cuh");
 }
 
-TEST_CASE("step 4: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch07][step4][mechanism]") {
+TEST_CASE("step 4: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count",
+          "[ch07][step4][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::check_sum_grid(ch07::sum_fast, "sum_fast", "sum_fast_kernel", 3, ch07::make_job, "memcpy_async.cuh");
 }
@@ -407,10 +446,12 @@ TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS
   check_async_copies(*f, "sum_fast_kernel", "step 4", "step 3's pipeline");
   const std::size_t wide = cml::sass::count(*f, "LDGSTS.E.BYPASS.128"), bulk = cml::sass::count(*f, "UBLKCP"),
                     narrow = cml::sass::count(*f, "LDGSTS") - wide;
-  INFO("sum_fast_kernel has " << wide << " LDGSTS.E.BYPASS.128, " << bulk << " UBLKCP and " << narrow << " narrower "
-       "LDGSTS: copies of 4-byte words are 4-byte LDGSTS.E whatever the size; the library emits the 16-byte form "
-       "only when the size's type says it is a multiple of 16 and both pointers are 16-byte aligned — "
-       "cuda::aligned_size_t<16> (step 4; ./lab hint 07)");
+  INFO("sum_fast_kernel has "
+       << wide << " LDGSTS.E.BYPASS.128, " << bulk << " UBLKCP and " << narrow
+       << " narrower "
+          "LDGSTS: copies of 4-byte words are 4-byte LDGSTS.E whatever the size; the library emits the 16-byte form "
+          "only when the size's type says it is a multiple of 16 and both pointers are 16-byte aligned — "
+          "cuda::aligned_size_t<16> (step 4; ./lab hint 07)");
   CHECK(wide + bulk > 0);
 }
 
@@ -435,5 +476,5 @@ TEST_CASE("step 4: sum_fast_kernel reads no stage before its copy completed (rac
 
 TEST_CASE("step 4: copy-bound, 16-byte copies beat step 3's 4-byte ones by kFastOverPipeline", "[ch07][step4][perf]") {
   check_sum_speed(ch07::sum_fast, "sum_fast", ch07::sum_pipeline, 3, "sum_pipeline's speed", kFastOverPipeline,
-              "one 16-byte copy per thread per tile instead of four 4-byte ones (step 4; ./lab hint 07)");
+                  "one 16-byte copy per thread per tile instead of four 4-byte ones (step 4; ./lab hint 07)");
 }

@@ -130,7 +130,8 @@ SumOutcome sums(SumFn fn, const char* function, std::size_t n, int blocks, int c
   upload_input(in, host);
   const auto want = ch08::reference_partials(host, blocks, compute);
   return run_and_check(
-      function, [&](Word* partial, ch08::Report* report, cudaStream_t s) {
+      function,
+      [&](Word* partial, ch08::Report* report, cudaStream_t s) {
         fn(ch08::make_job(in.data(), n, partial, blocks, compute, stages, report), s);
       },
       blocks, [&](const std::vector<Word>& got) { return ch08::check_partials(got, want, n); });
@@ -143,7 +144,8 @@ SumOutcome box_sums(const ch08::MatrixCase& mc, int compute, int stages) {
   const int box_rows = ch08::tma_plan().box_rows;
   const auto want = ch08::reference_box_partials(hm, mc.blocks, compute, box_rows);
   return run_and_check(
-      "sum_tma", [&](Word* partial, ch08::Report* report, cudaStream_t s) {
+      "sum_tma",
+      [&](Word* partial, ch08::Report* report, cudaStream_t s) {
         ch08::sum_tma(ch08::make_matrix_job(dm.view, partial, mc.blocks, compute, stages, report), s);
       },
       mc.blocks, [&](const std::vector<Word>& got) { return ch08::check_box_partials(got, want, hm, box_rows); });
@@ -197,7 +199,8 @@ std::string step2_advice(const Failure& f) {
   // counts, or the stage the next fetch writes, are.
   if (f.wait_right == true)
     return "the kernel waits with cp.async.wait_group " + std::to_string(f.stages - 1) + ", the right count for " +
-           std::to_string(f.stages) + " stages (SASS: DEPBAR.LE SB0, " + std::to_string(f.stages - 1) + "), so "
+           std::to_string(f.stages) + " stages (SASS: DEPBAR.LE SB0, " + std::to_string(f.stages - 1) +
+           "), so "
            "either tile k's copies were not among the groups it waited for, or they landed in a stage still being "
            "read. Commit one group per tile slot, in every thread, also for the slots past the block's last tile "
            "(else \"all but the newest stages - 1\" counts other groups at the end); and the fetch at the top of "
@@ -332,9 +335,8 @@ void check_cases(const std::vector<CaseT>& cases, Run&& run, Ragged&& ragged, co
 void check_1d_sums(SumFn fn, const char* name, std::string (*advice)(const Failure&), const char* step,
                    const char* kernel_prefix) {
   check_cases(
-      ch08::sum_cases(), [&](const ch08::Case& k, int compute, int stages) {
-        return sums(fn, name, k.n, k.blocks, compute, stages);
-      },
+      ch08::sum_cases(),
+      [&](const ch08::Case& k, int compute, int stages) { return sums(fn, name, k.n, k.blocks, compute, stages); },
       [](const ch08::Case& k) { return k.n % 4 != 0; }, name, advice, step, kernel_prefix);
 }
 
@@ -376,7 +378,6 @@ std::string forms_text(const std::map<std::string, std::size_t>& forms) {
   return s.empty() ? "no LDGSTS" : s;
 }
 
-
 // Each opcode somewhere in the kernel's SASS, or the failure "<kernel> has no <opcode><why>
 // (<step>; ./lab hint 08)": the instructions a step's mechanism cannot do without.
 void check_has_opcodes(const cml::sass::Function& f, const std::string& kernel,
@@ -395,38 +396,44 @@ void check_pipeline_sass(const std::string& kernel, int stages, const char* step
   const auto forms = copy_forms(*f, zfill);
   {
     INFO(kernel << " has no LDGSTS (cp.async): its tiles still pass through registers, as in sum_through_registers — "
-         "copy them with your cp_async (" << step << "; ./lab hint 08)");
+                   "copy them with your cp_async ("
+                << step << "; ./lab hint 08)");
     REQUIRE(!forms.empty());
   }
   {
     const std::size_t ldg = cml::sass::count(*f, "LDG");  // LDG.*, not LDGSTS or LDGDEPBAR
-    INFO(kernel << " has " << ldg << " LDG (global loads into registers) beside its asynchronous copies: "
-         "every word must reach shared memory by cp.async, none through a register (" << step << "; ./lab hint 08)");
+    INFO(kernel << " has " << ldg
+                << " LDG (global loads into registers) beside its asynchronous copies: "
+                   "every word must reach shared memory by cp.async, none through a register ("
+                << step << "; ./lab hint 08)");
     CHECK(ldg == 0);
   }
   {
     INFO(kernel << " never commits a group (no LDGDEPBAR: cp.async.commit_group): nothing can be waited for by "
-         "group — commit once per tile slot, in every thread (" << step << "; ./lab hint 08)");
+                   "group — commit once per tile slot, in every thread ("
+                << step << "; ./lab hint 08)");
     CHECK(cml::sass::count(*f, "LDGDEPBAR") > 0);
   }
   const auto waits = wait_counts(*f);
   INFO(kernel << " never waits for a group (no DEPBAR.LE SB0: cp.async.wait_group): the compute reads tiles still "
-       "in flight (" << step << "; ./lab hint 08)");
+                 "in flight ("
+              << step << "; ./lab hint 08)");
   REQUIRE(!waits.empty());
   const int most = *std::max_element(waits.begin(), waits.end());
-  INFO(kernel << " waits with cp.async.wait_group " << most << " at most (DEPBAR.LE SB0, " << most << "), in a pipeline "
-       "of " << stages << " stage(s): "
-       << (most < stages - 1 ? "it waits for more groups than tile k's — the copies of the next tiles too — so "
-                               "nothing overlaps the compute"
-                             : "it lets tile k's own group still be pending when the compute reads it")
-       << ". With one group committed per tile slot and stages - 1 slots ahead, the count is stages - 1, a "
-          "template argument derived from Stages (" << step << "; ./lab hint 08)");
+  INFO(kernel << " waits with cp.async.wait_group " << most << " at most (DEPBAR.LE SB0, " << most
+              << "), in a pipeline "
+                 "of "
+              << stages << " stage(s): "
+              << (most < stages - 1 ? "it waits for more groups than tile k's — the copies of the next tiles too — so "
+                                      "nothing overlaps the compute"
+                                    : "it lets tile k's own group still be pending when the compute reads it")
+              << ". With one group committed per tile slot and stages - 1 slots ahead, the count is stages - 1, a "
+                 "template argument derived from Stages ("
+              << step << "; ./lab hint 08)");
   CHECK(most == stages - 1);
 }
 
 // ---- compute-sanitizer --------------------------------------------------------------------
-
-
 
 // ---- Speed ----------------------------------------------------------------------------------
 
@@ -542,11 +549,12 @@ TEST_CASE("step 1: the tile copy lands every byte at every width and cache level
       try {
         err = copy_error(kind, k.n, k.blocks);
       } catch (const cml::CudaError& e) {
-        FAIL(kind.name << " (" << kind.kernel << ") on " << k.what << ": " << e.what()
-                       << " — the copy faulted: cp.async's destination is a .shared address of this block's shared "
-                          "memory (__cvta_generic_to_shared of the pointer), its source the global pointer as given "
-                          "(or __cvta_generic_to_global of it); a .shared address used as a pointer, or the two swapped, "
-                          "is out of any range (step 1; ./lab hint 08)");
+        FAIL(kind.name
+             << " (" << kind.kernel << ") on " << k.what << ": " << e.what()
+             << " — the copy faulted: cp.async's destination is a .shared address of this block's shared "
+                "memory (__cvta_generic_to_shared of the pointer), its source the global pointer as given "
+                "(or __cvta_generic_to_global of it); a .shared address used as a pointer, or the two swapped, "
+                "is out of any range (step 1; ./lab hint 08)");
       }
       const bool past_end = err.find("past the array") != std::string::npos;
       INFO(kind.name << " (" << kind.kernel << ") on " << k.what << ": " << err << " — "
@@ -578,10 +586,13 @@ TEST_CASE("step 1: the tile copy reads nothing past the array's end at any width
         wrong = out.read(got, "the last tile", s);
       });
       if (fault)
-        FAIL(kind.name << " (" << kind.kernel << ") on " << k.what << " faulted: " << *fault << ". The array ends "
-             "where the mapped memory ends, so a copy read past in[n - 1]: the piece where the array ends reads only the "
-             "bytes that exist (cp.async's src-size), not its whole width, and a piece wholly past the end copies "
-             "0 bytes (step 1; ./lab hint 08)");
+        FAIL(kind.name
+             << " (" << kind.kernel << ") on " << k.what << " faulted: " << *fault
+             << ". The array ends "
+                "where the mapped memory ends, so a copy read past in[n - 1]: the piece where the array ends reads "
+                "only the "
+                "bytes that exist (cp.async's src-size), not its whole width, and a piece wholly past the end copies "
+                "0 bytes (step 1; ./lab hint 08)");
       if (wrong.empty()) {
         got.resize(ch08::tile_count(k.n) * ch08::kTileWords);
         const auto r = ch08::check_copy(got, ch08::padded_copy(ch08::make_input(k.n)), k.n);
@@ -593,8 +604,9 @@ TEST_CASE("step 1: the tile copy reads nothing past the array's end at any width
     }
 }
 
-TEST_CASE("step 1: the source's experiment: a thread reads back its own copy without a barrier, another warp's after one",
-          "[ch08][step1][correctness]") {
+TEST_CASE(
+    "step 1: the source's experiment: a thread reads back its own copy without a barrier, another warp's after one",
+    "[ch08][step1][correctness]") {
   struct Reading {
     ch08::Reverse how;
     int threads;
@@ -612,47 +624,55 @@ TEST_CASE("step 1: the source's experiment: a thread reads back its own copy wit
     CUDA_CHECK(cudaMemcpy(b.data(), b_d.data(), b_d.bytes(), cudaMemcpyDeviceToHost));
     const auto want = ch08::experiment_expected(r.how, r.threads);
     const auto v = cml::compare_exact(b.data(), want.data(), b.size());
-    INFO("reverse_kernel, " << r.what << ": " << v.describe() << " — thread t copies a[threads - 1 - t] into element t "
-         "with cp_async<4, Cache::ca> (step 1; ./lab hint 08)");
+    INFO("reverse_kernel, " << r.what << ": " << v.describe()
+                            << " — thread t copies a[threads - 1 - t] into element t "
+                               "with cp_async<4, Cache::ca> (step 1; ./lab hint 08)");
     CHECK(v.ok);
   }
 }
 
-TEST_CASE("step 1: cp_async compiles to one LDGSTS of the asked width and cache level, with src-size, from a shared address (SASS)",
-          "[ch08][step1][mechanism]") {
+TEST_CASE(
+    "step 1: cp_async compiles to one LDGSTS of the asked width and cache level, with src-size, from a shared address "
+    "(SASS)",
+    "[ch08][step1][mechanism]") {
   for (const auto& kind : ch08::copy_kinds()) {
     CML_KERNEL_SASS(f, kind.kernel);
     std::size_t zfill = 0;
     const auto forms = copy_forms(*f, zfill);
     {
       INFO(kind.kernel << " has no LDGSTS (cp.async): your cp_async still copies through registers, a load and a "
-           "store — write it as one inline PTX cp.async (step 1; ./lab hint 08)");
+                          "store — write it as one inline PTX cp.async (step 1; ./lab hint 08)");
       REQUIRE(!forms.empty());
     }
     {
       const std::size_t ldg = cml::sass::count(*f, "LDG");
-      INFO(kind.kernel << " has " << ldg << " LDG (global loads into registers) beside its copies: "
-           "cp_async moves the bytes global -> shared with no register in between (step 1; ./lab hint 08)");
+      INFO(kind.kernel
+           << " has " << ldg
+           << " LDG (global loads into registers) beside its copies: "
+              "cp_async moves the bytes global -> shared with no register in between (step 1; ./lab hint 08)");
       CHECK(ldg == 0);
     }
     {
-      INFO(kind.kernel << " (" << kind.name << ") compiles to " << forms_text(forms) << "; want " << kind.opcode
+      INFO(kind.kernel
+           << " (" << kind.name << ") compiles to " << forms_text(forms) << "; want " << kind.opcode
            << " only: the size is cp.async's cp-size operand (an immediate: Bytes), the cache level the instruction "
               "itself — cp.async.ca (L1 and L2) or cp.async.cg (L2 only: .BYPASS) (step 1; ./lab hint 08)");
       CHECK((forms.size() == 1 && forms.begin()->first == kind.opcode));
     }
     {
-      INFO(kind.kernel << " has no LDGSTS...ZFILL: your cp_async ignores src_bytes — pass it as cp.async's src-size "
-           "operand (after the cp-size), so the bytes past it land as zeros instead of being read from past the "
-           "array (step 1; ./lab hint 08)");
+      INFO(kind.kernel
+           << " has no LDGSTS...ZFILL: your cp_async ignores src_bytes — pass it as cp.async's src-size "
+              "operand (after the cp-size), so the bytes past it land as zeros instead of being read from past the "
+              "array (step 1; ./lab hint 08)");
       CHECK(zfill > 0);
     }
     {
       const bool generic = cml::sass::count_containing(*f, "SR_SWINHI") > 0;
-      INFO(kind.kernel << " builds a generic pointer to shared memory (SASS reads SR_SWINHI, the high half of the "
-           "shared window's generic addresses) and hands it to cp.async as its destination: the instruction wants "
-           "a .shared address — __cvta_generic_to_shared(dst), 32 bits. (On this GPU the low half happens to be "
-           "that address, so the copy may even work: PTX promises nothing of the kind.) (step 1; ./lab hint 08)");
+      INFO(kind.kernel
+           << " builds a generic pointer to shared memory (SASS reads SR_SWINHI, the high half of the "
+              "shared window's generic addresses) and hands it to cp.async as its destination: the instruction wants "
+              "a .shared address — __cvta_generic_to_shared(dst), 32 bits. (On this GPU the low half happens to be "
+              "that address, so the copy may even work: PTX promises nothing of the kind.) (step 1; ./lab hint 08)");
       CHECK(!generic);
     }
   }
@@ -667,22 +687,20 @@ TEST_CASE("step 1: cp_async refuses a size its instruction does not take at comp
   const std::string exercise = root + (learner ? "/chapters/" : "/solutions/") + "08_cp_async_ptx/exercise.cu";
   std::string dir = (std::filesystem::temp_directory_path() / "cml-ch08-probe-XXXXXX").string();
   REQUIRE(mkdtemp(dir.data()) != nullptr);
-  std::ofstream(dir + "/probe.cu")
-      << "#include \"" << exercise << "\"\n"
-      << "__global__ void cml_probe_cg8(const ch08::Word* in) {\n"
-      << "  __shared__ alignas(16) ch08::Word tile[8];\n"
-      << "  ch08::cp_async<8, ch08::Cache::cg>(tile, in);  // .cg copies 16 bytes only\n"
-      << "}\n"
-      << "__global__ void cml_probe_ca32(const ch08::Word* in) {\n"
-      << "  __shared__ alignas(16) ch08::Word tile[8];\n"
-      << "  ch08::cp_async<32, ch08::Cache::ca>(tile, in);  // .ca copies 4, 8 or 16\n"
-      << "}\n";
+  std::ofstream(dir + "/probe.cu") << "#include \"" << exercise << "\"\n"
+                                   << "__global__ void cml_probe_cg8(const ch08::Word* in) {\n"
+                                   << "  __shared__ alignas(16) ch08::Word tile[8];\n"
+                                   << "  ch08::cp_async<8, ch08::Cache::cg>(tile, in);  // .cg copies 16 bytes only\n"
+                                   << "}\n"
+                                   << "__global__ void cml_probe_ca32(const ch08::Word* in) {\n"
+                                   << "  __shared__ alignas(16) ch08::Word tile[8];\n"
+                                   << "  ch08::cp_async<32, ch08::Cache::ca>(tile, in);  // .ca copies 4, 8 or 16\n"
+                                   << "}\n";
   const auto& d = cml::test::device();
-  const auto out = cml::tools::run(cml::tools::quote(*nvcc) + " -std=c++17 -arch=sm_" + std::to_string(d.cc()) +
-                                   " -cubin -o " + cml::tools::quote(dir + "/probe.cubin") + " -I" +
-                                   cml::tools::quote(root + "/chapters/08_cp_async_ptx") + " -I" +
-                                   cml::tools::quote(root + "/common") + " " + cml::tools::quote(dir + "/probe.cu") +
-                                   " 2>&1");
+  const auto out = cml::tools::run(
+      cml::tools::quote(*nvcc) + " -std=c++17 -arch=sm_" + std::to_string(d.cc()) + " -cubin -o " +
+      cml::tools::quote(dir + "/probe.cubin") + " -I" + cml::tools::quote(root + "/chapters/08_cp_async_ptx") + " -I" +
+      cml::tools::quote(root + "/common") + " " + cml::tools::quote(dir + "/probe.cu") + " 2>&1");
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::size_t refused = 0;
@@ -692,17 +710,18 @@ TEST_CASE("step 1: cp_async refuses a size its instruction does not take at comp
   const std::string probe = "a probe that calls cp_async<8, Cache::cg> and cp_async<32, Cache::ca>";
   {
     INFO(probe << " compiled: your cp_async accepts sizes cp.async does not take — a static_assert on Bytes and C "
-         "must refuse them in exercise.cu, with a message naming the sizes (step 1; ./lab hint 08)");
+                  "must refuse them in exercise.cu, with a message naming the sizes (step 1; ./lab hint 08)");
     REQUIRE(out.status != 0);
   }
   {
     INFO(probe << " was refused by ptxas, not by your wrapper: the error points at a line of a temporary .ptx file, "
-         "far from the call — put a static_assert on Bytes and C in cp_async (step 1; ./lab hint 08)\n"
-         << out.text.substr(0, 1200));
+                  "far from the call — put a static_assert on Bytes and C in cp_async (step 1; ./lab hint 08)\n"
+               << out.text.substr(0, 1200));
     REQUIRE(out.text.find("ptxas") == std::string::npos);
   }
   INFO(probe << ": want two static assertions failed in exercise.cu (one per call), each naming the sizes (\"16\"); "
-       "nvcc said:\n" << out.text.substr(0, 1500));
+                "nvcc said:\n"
+             << out.text.substr(0, 1500));
   CHECK(refused == 2);
   CHECK(out.text.find("exercise.cu") != std::string::npos);
   CHECK(out.text.find("16") != std::string::npos);
@@ -711,7 +730,8 @@ TEST_CASE("step 1: cp_async refuses a size its instruction does not take at comp
 TEST_CASE("step 1: the tile copy reads nothing past the array's end (memcheck)", "[ch08][step1][mechanism]") {
   CML_CHECK_SANITIZER("memcheck", "memcheck:copy",
                       "bad accesses by the tile copy of 5 tiles + 6 words: "
-                      "the piece where the array ends must read only its src_bytes — cp.async's src-size operand (step 1; ./lab hint 08)");
+                      "the piece where the array ends must read only its src_bytes — cp.async's src-size operand (step "
+                      "1; ./lab hint 08)");
 }
 
 TEST_CASE("step 1: the tile copy and the experiment read no shared word before its copy landed (racecheck)",
@@ -732,8 +752,9 @@ TEST_CASE("step 2: sum_pipeline computes every block's sum at every stage count,
   check_pipeline(ch08::sum_pipeline, "sum_pipeline", step2_advice, "step 2", "ch08::sum_pipeline_kernel<");
 }
 
-TEST_CASE("step 2: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page",
-          "[ch08][step2][correctness]") {
+TEST_CASE(
+    "step 2: sum_pipeline reads nothing past the end of the array at any stage count, which ends at an unmapped page",
+    "[ch08][step2][correctness]") {
   cml::test::check_reads_stop_at_end(ch08::sum_pipeline, "sum_pipeline", ch08::kMaxStages, plain_job,
                                      "a slot past the block's last tile copies nothing (t < tiles) but still commits, "
                                      "and the short last tile copies its count words only (step 2; ./lab hint 08)");
@@ -743,14 +764,18 @@ TEST_CASE("step 2: sum_pipeline only enqueues one kernel on its stream", "[ch08]
   cml::test::check_sum_enqueues_only(ch08::sum_pipeline, "sum_pipeline", 3, plain_job, "cp_async_ptx.cuh");
 }
 
-TEST_CASE("step 2: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step2][mechanism]") {
+TEST_CASE("step 2: sum_pipeline launches job.blocks blocks of kThreads threads, whatever the tile count",
+          "[ch08][step2][mechanism]") {
   CML_REQUIRE_TRACING();
-  cml::test::check_sum_grid(ch08::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, plain_job, "cp_async_ptx.cuh");
+  cml::test::check_sum_grid(ch08::sum_pipeline, "sum_pipeline", "sum_pipeline_kernel", 3, plain_job,
+                            "cp_async_ptx.cuh");
 }
 
-TEST_CASE("step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and waits with cp.async.wait_group S - 1 (SASS)",
-          "[ch08][step2][mechanism]") {
-  for (int s = 1; s <= ch08::kMaxStages; ++s) check_pipeline_sass("ch08::sum_pipeline_kernel<" + std::to_string(s) + ">", s, "step 2");
+TEST_CASE(
+    "step 2: sum_pipeline_kernel<S> copies with cp.async, commits, and waits with cp.async.wait_group S - 1 (SASS)",
+    "[ch08][step2][mechanism]") {
+  for (int s = 1; s <= ch08::kMaxStages; ++s)
+    check_pipeline_sass("ch08::sum_pipeline_kernel<" + std::to_string(s) + ">", s, "step 2");
 }
 
 TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copies landed (racecheck)",
@@ -789,7 +814,8 @@ TEST_CASE("step 3: sum_fast only enqueues one kernel on its stream", "[ch08][ste
   cml::test::check_sum_enqueues_only(ch08::sum_fast, "sum_fast", 3, plain_job, "cp_async_ptx.cuh");
 }
 
-TEST_CASE("step 3: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step3][mechanism]") {
+TEST_CASE("step 3: sum_fast launches job.blocks blocks of kThreads threads, whatever the tile count",
+          "[ch08][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::check_sum_grid(ch08::sum_fast, "sum_fast", "sum_fast_kernel", 3, plain_job, "cp_async_ptx.cuh");
 }
@@ -801,14 +827,18 @@ TEST_CASE("step 3: sum_fast_kernel copies with 16-byte L1-bypassing copies only,
   std::size_t zfill = 0;
   const auto forms = copy_forms(*f, zfill);
   {
-    INFO("ch08::sum_fast_kernel<3> compiles to " << forms_text(forms) << "; want LDGSTS.E.BYPASS.128 only: every copy "
-         "is one 16-byte cp.async.cg — the array's tail too, with src-size, not a branch to narrower copies (step 3; "
-         "./lab hint 08)");
+    INFO(
+        "ch08::sum_fast_kernel<3> compiles to "
+        << forms_text(forms)
+        << "; want LDGSTS.E.BYPASS.128 only: every copy "
+           "is one 16-byte cp.async.cg — the array's tail too, with src-size, not a branch to narrower copies (step 3; "
+           "./lab hint 08)");
     CHECK((forms.size() == 1 && forms.begin()->first == "LDGSTS.E.BYPASS.128"));
   }
-  INFO("ch08::sum_fast_kernel<3> has no LDGSTS.E.BYPASS.128.ZFILL: its copies have no src-size, so where the array "
-       "ends inside a thread's 16 bytes they either read past it or leave words out — give every copy the bytes "
-       "that exist as its src-size (step 3; ./lab hint 08)");
+  INFO(
+      "ch08::sum_fast_kernel<3> has no LDGSTS.E.BYPASS.128.ZFILL: its copies have no src-size, so where the array "
+      "ends inside a thread's 16 bytes they either read past it or leave words out — give every copy the bytes "
+      "that exist as its src-size (step 3; ./lab hint 08)");
   CHECK(zfill > 0);
 }
 
@@ -819,10 +849,11 @@ TEST_CASE("step 3: sum_fast_kernel<3> keeps a block barrier after the wait and o
 }
 
 TEST_CASE("step 3: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch08][step3][mechanism]") {
-  CML_CHECK_SANITIZER("memcheck", "memcheck:fast",
-                      "bad accesses by sum_fast_kernel on 7 tiles + 3 words: "
-                      "a 16-byte copy of the array's last, partial piece reads past its end — give it the bytes that "
-                      "exist as src-size, and point copies that read nothing at a word that exists (step 3; ./lab hint 08)");
+  CML_CHECK_SANITIZER(
+      "memcheck", "memcheck:fast",
+      "bad accesses by sum_fast_kernel on 7 tiles + 3 words: "
+      "a 16-byte copy of the array's last, partial piece reads past its end — give it the bytes that "
+      "exist as src-size, and point copies that read nothing at a word that exists (step 3; ./lab hint 08)");
 }
 
 TEST_CASE("step 3: sum_fast_kernel reads no stage before its copies landed (racecheck)", "[ch08][step3][mechanism]") {
@@ -845,8 +876,10 @@ TEST_CASE("step 4: sum_bulk computes every block's sum at every stage count, n n
   check_pipeline(ch08::sum_bulk, "sum_bulk", step4_advice, "step 4");
 }
 
-TEST_CASE("step 4: sum_bulk reads nothing past the end of the array at any stage count, which ends at an unmapped page (sm_90)",
-          "[ch08][step4][correctness]") {
+TEST_CASE(
+    "step 4: sum_bulk reads nothing past the end of the array at any stage count, which ends at an unmapped page "
+    "(sm_90)",
+    "[ch08][step4][correctness]") {
   cml::test::check_reads_stop_at_end(ch08::sum_bulk, "sum_bulk", ch08::kMaxStages, plain_job,
                                      "the bulk copy moves the tile's bytes rounded down to 16, not a whole tile's "
                                      "4 KiB: the short last tile is shorter (tile_span), and its last 1-3 words go "
@@ -857,7 +890,8 @@ TEST_CASE("step 4: sum_bulk only enqueues one kernel on its stream", "[ch08][ste
   cml::test::check_sum_enqueues_only(ch08::sum_bulk, "sum_bulk", 3, plain_job, "cp_async_ptx.cuh");
 }
 
-TEST_CASE("step 4: sum_bulk launches job.blocks blocks of kThreads threads, whatever the tile count", "[ch08][step4][mechanism]") {
+TEST_CASE("step 4: sum_bulk launches job.blocks blocks of kThreads threads, whatever the tile count",
+          "[ch08][step4][mechanism]") {
   CML_REQUIRE_TRACING();
   cml::test::check_sum_grid(ch08::sum_bulk, "sum_bulk", "sum_bulk_kernel", 3, plain_job, "cp_async_ptx.cuh");
 }
@@ -866,12 +900,15 @@ TEST_CASE("step 4: sum_bulk_kernel moves each tile with a bulk copy completing o
           "[ch08][step4][mechanism]") {
   CML_KERNEL_SASS(f, "ch08::sum_bulk_kernel<3>");
   check_has_opcodes(*f, "ch08::sum_bulk_kernel<3>",
-                    {{"UBLKCP.S.G", " (cp.async.bulk global -> shared): the tiles do not move by bulk copies — one "
-                                    "thread issues one per tile with device.cuh's bulk_copy_to_shared"},
-                     {"SYNCS.ARRIVE.TRANS64", " (mbarrier.arrive.expect_tx): no phase expects the copies' bytes, so "
-                                              "nothing ties the barrier to the copy"},
-                     {"SYNCS.PHASECHK", " (mbarrier.try_wait.parity): nobody waits for a phase — call device.cuh's "
-                                        "wait_phase before computing on a stage"}},
+                    {{"UBLKCP.S.G",
+                      " (cp.async.bulk global -> shared): the tiles do not move by bulk copies — one "
+                      "thread issues one per tile with device.cuh's bulk_copy_to_shared"},
+                     {"SYNCS.ARRIVE.TRANS64",
+                      " (mbarrier.arrive.expect_tx): no phase expects the copies' bytes, so "
+                      "nothing ties the barrier to the copy"},
+                     {"SYNCS.PHASECHK",
+                      " (mbarrier.try_wait.parity): nobody waits for a phase — call device.cuh's "
+                      "wait_phase before computing on a stage"}},
                     "step 4");
 }
 
@@ -883,15 +920,16 @@ namespace {
 void check_init_fenced(const char* kernel, const char* step) {
   CML_KERNEL_PTX(e, kernel);
   INFO(kernel << ": its mbarrier.init is not followed by fence.proxy.async or fence.mbarrier_init — the bulk and "
-               "tensor copies that complete on the barrier go through the asynchronous proxy, which the PTX memory "
-               "model does not promise sees the init without a proxy fence (device.cuh: fence_proxy_async_shared or "
-               "fence_mbarrier_init, after the inits and before the __syncthreads) ("
-       << step << "; ./lab hint 08)");
+                 "tensor copies that complete on the barrier go through the asynchronous proxy, which the PTX memory "
+                 "model does not promise sees the init without a proxy fence (device.cuh: fence_proxy_async_shared or "
+                 "fence_mbarrier_init, after the inits and before the __syncthreads) ("
+              << step << "; ./lab hint 08)");
   CHECK(cml::sass::mbarrier_init_fenced(*e));
 }
 }  // namespace
 
-TEST_CASE("step 4: sum_bulk_kernel fences its barrier inits for the asynchronous proxy (PTX)", "[ch08][step4][mechanism]") {
+TEST_CASE("step 4: sum_bulk_kernel fences its barrier inits for the asynchronous proxy (PTX)",
+          "[ch08][step4][mechanism]") {
   check_init_fenced("ch08::sum_bulk_kernel<3>", "step 4");
 }
 
@@ -903,10 +941,11 @@ TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memc
 }
 
 TEST_CASE("step 4: sum_bulk_kernel reads no stage before its phase completed (racecheck)", "[ch08][step4][mechanism]") {
-  CML_CHECK_SANITIZER("racecheck", "racecheck:bulk",
-                      "hazards in sum_bulk_kernel: "
-                      "every thread waits for the stage's phase before it reads; thread 0 refills a stage only after "
-                      "the barrier that ends its last use; the tail's copy has landed before the arrival (step 4; ./lab hint 08)");
+  CML_CHECK_SANITIZER(
+      "racecheck", "racecheck:bulk",
+      "hazards in sum_bulk_kernel: "
+      "every thread waits for the stage's phase before it reads; thread 0 refills a stage only after "
+      "the barrier that ends its last use; the tail's copy has landed before the arrival (step 4; ./lab hint 08)");
 }
 
 TEST_CASE("step 4: 3 stages of bulk copies overlap: kBulkStagesOverOne of 1 stage", "[ch08][step4][perf]") {
@@ -935,7 +974,8 @@ struct TmaMatrix {
 TEST_CASE("step 5: sum_tma computes every block's sum over matrices with edge boxes and pitched rows (sm_90)",
           "[ch08][step5][correctness]") {
   check_cases(
-      ch08::matrix_cases(), [](const ch08::MatrixCase& mc, int compute, int stages) { return box_sums(mc, compute, stages); },
+      ch08::matrix_cases(),
+      [](const ch08::MatrixCase& mc, int compute, int stages) { return box_sums(mc, compute, stages); },
       [](const ch08::MatrixCase& mc) {
         return mc.rows % static_cast<std::size_t>(ch08::tma_plan().box_rows) != 0 || mc.cols % ch08::kBoxCols != 0;
       },
@@ -948,8 +988,9 @@ TEST_CASE("step 5: sum_tma only enqueues one kernel on its stream", "[ch08][step
     const TmaMatrix m(mc);
     cml::DeviceBuffer<Word> partial(4);
     const auto job = ch08::make_matrix_job(m.dm.view, partial.data(), 4, 0, 3);
-    CML_CHECK_ENQUEUE_ONLY(std::string("sum_tma on ") + mc.what, [&](cudaStream_t s) { ch08::sum_tma(job, s); }, 1,
-                           "cp_async_ptx.cuh: it only enqueues its kernel on `stream`");
+    CML_CHECK_ENQUEUE_ONLY(
+        std::string("sum_tma on ") + mc.what, [&](cudaStream_t s) { ch08::sum_tma(job, s); }, 1,
+        "cp_async_ptx.cuh: it only enqueues its kernel on `stream`");
   }
 }
 
@@ -969,21 +1010,26 @@ TEST_CASE("step 5: sum_tma brings kMinBoxBytes or more into a stage per barrier 
   }
   const auto encoded = e.calls.named("cuTensorMapEncodeTiled");
   {
-    INFO("sum_tma encoded no tensor map during the call: encode the job's matrix with tensor_map_for in sum_tma "
-         "(step 5; ./lab hint 08)");
+    INFO(
+        "sum_tma encoded no tensor map during the call: encode the job's matrix with tensor_map_for in sum_tma "
+        "(step 5; ./lab hint 08)");
     REQUIRE(!encoded.empty());
   }
   const auto& box = encoded.back();
-  INFO("sum_tma's boxes are " << box.box[1] << " rows of " << box.box[0] << " words, " << box.bytes / 1024.0
+  INFO("sum_tma's boxes are "
+       << box.box[1] << " rows of " << box.box[0] << " words, " << box.bytes / 1024.0
        << " KiB, and each is one barrier wait: a wait costs its block a fixed time whatever it brings, so small boxes "
           "leave memory idle (on the H200, 4 KiB boxes ran 0.78-0.80 of the read-only kernel and 8 KiB 0.95; docs/08). "
-          "Choose a tma_plan whose box brings " << kMinBoxBytes / 1024 << " KiB or more, in stages that still fit "
+          "Choose a tma_plan whose box brings "
+       << kMinBoxBytes / 1024
+       << " KiB or more, in stages that still fit "
           "4 blocks per SM (step 5; ./lab hint 08)");
   CHECK(box.bytes >= kMinBoxBytes);
 }
 
 // Fewer blocks than boxes, and more (128 x 1024 is 4 box columns by 128 / box_rows bands).
-TEST_CASE("step 5: sum_tma launches job.blocks blocks of kThreads threads, whatever the box count", "[ch08][step5][mechanism]") {
+TEST_CASE("step 5: sum_tma launches job.blocks blocks of kThreads threads, whatever the box count",
+          "[ch08][step5][mechanism]") {
   CML_REQUIRE_TRACING();
   const TmaMatrix m(ch08::matrix_cases()[1]);  // 128 x 1024
   const std::size_t boxes = ch08::box_count(m.dm.view, ch08::tma_plan().box_rows);
@@ -998,8 +1044,9 @@ TEST_CASE("step 5: sum_tma launches job.blocks blocks of kThreads threads, whate
       REQUIRE(l.error.empty());
     }
     const std::string err = cml::test::sum_grid_error(l.kernel, blocks, boxes, "box");
-    INFO("sum_tma on " << m.mc.what << ": " << err << " (cp_async_ptx.cuh: every function launches job.blocks blocks "
-         "of kThreads threads; step 5)");
+    INFO("sum_tma on " << m.mc.what << ": " << err
+                       << " (cp_async_ptx.cuh: every function launches job.blocks blocks "
+                          "of kThreads threads; step 5)");
     CHECK(err.empty());
   }
 }
@@ -1008,27 +1055,30 @@ TEST_CASE("step 5: sum_tma_kernel loads each box with one 2D TMA copy completing
           "[ch08][step5][mechanism]") {
   CML_KERNEL_SASS(f, "ch08::sum_tma_kernel<3>");
   check_has_opcodes(*f, "ch08::sum_tma_kernel<3>",
-                    {{"UTMALDG.2D", " (cp.async.bulk.tensor.2d): the boxes do not come through the tensor memory "
-                                    "accelerator — device.cuh's tensor_load_2d with &map"},
+                    {{"UTMALDG.2D",
+                      " (cp.async.bulk.tensor.2d): the boxes do not come through the tensor memory "
+                      "accelerator — device.cuh's tensor_load_2d with &map"},
                      {"SYNCS.ARRIVE.TRANS64", " (mbarrier.arrive.expect_tx): no phase expects the box's bytes"},
                      {"SYNCS.PHASECHK", ": nobody waits for a phase"}},
                     "step 5");
 }
 
-TEST_CASE("step 5: sum_tma_kernel fences its barrier inits for the asynchronous proxy (PTX)", "[ch08][step5][mechanism]") {
+TEST_CASE("step 5: sum_tma_kernel fences its barrier inits for the asynchronous proxy (PTX)",
+          "[ch08][step5][mechanism]") {
   check_init_fenced("ch08::sum_tma_kernel<3>", "step 5");
 }
 
 TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (racecheck)", "[ch08][step5][mechanism]") {
-  CML_CHECK_SANITIZER("racecheck", "racecheck:tma",
-                      "hazards in sum_tma_kernel on a 9 x 257 matrix: "
-                      "the same order as step 4: wait for the phase, compute, barrier before the refill (step 5; ./lab hint 08)");
+  CML_CHECK_SANITIZER(
+      "racecheck", "racecheck:tma",
+      "hazards in sum_tma_kernel on a 9 x 257 matrix: "
+      "the same order as step 4: wait for the phase, compute, barrier before the refill (step 5; ./lab hint 08)");
 }
 
 TEST_CASE("step 5: tma_plan is a box TMA can load and stage counts that fit", "[ch08][step5][correctness]") {
   const ch08::TmaPlan plan = ch08::tma_plan();
   INFO("tma_plan() = {" << plan.box_rows << ", " << plan.stages << "}: box rows 1 to " << ch08::kMaxBoxRows
-       << ", stages 1 to " << ch08::kMaxStages << " (step 5; ./lab hint 08)");
+                        << ", stages 1 to " << ch08::kMaxStages << " (step 5; ./lab hint 08)");
   CHECK((plan.box_rows >= 1 && plan.box_rows <= ch08::kMaxBoxRows && plan.stages >= 1 &&
          plan.stages <= ch08::kMaxStages));
 }
@@ -1041,8 +1091,9 @@ TEST_CASE("step 5: tensor_map_for refuses what TMA cannot take, with the rule, a
   m.rows = 16;
   m.cols = m.pitch = 8191;
   {
-    INFO("tensor_map_for accepted rows 32764 bytes apart: TMA needs the row stride to be a multiple of 16 bytes — "
-         "check it and throw std::invalid_argument saying so, before the driver sees it (step 5; ./lab hint 08)");
+    INFO(
+        "tensor_map_for accepted rows 32764 bytes apart: TMA needs the row stride to be a multiple of 16 bytes — "
+        "check it and throw std::invalid_argument saying so, before the driver sees it (step 5; ./lab hint 08)");
     CHECK_THROWS_AS(ch08::tensor_map_for(m, 4), std::invalid_argument);
   }
   {
@@ -1053,8 +1104,9 @@ TEST_CASE("step 5: tensor_map_for refuses what TMA cannot take, with the rule, a
   }
   const CUtensorMap map = ch08::tensor_map_for(m, ch08::tma_plan().box_rows);
   const auto* bytes = reinterpret_cast<const unsigned char*>(&map);
-  INFO("tensor_map_for returned an all-zero map for a 16 x 8191 matrix pitched to 8192: encode it with the driver's "
-       "cuTensorMapEncodeTiled (step 5; ./lab hint 08)");
+  INFO(
+      "tensor_map_for returned an all-zero map for a 16 x 8191 matrix pitched to 8192: encode it with the driver's "
+      "cuTensorMapEncodeTiled (step 5; ./lab hint 08)");
   CHECK(std::any_of(bytes, bytes + sizeof(map), [](unsigned char b) { return b != 0; }));
 }
 
@@ -1083,20 +1135,22 @@ TEST_CASE("measure both sides of the speed bars", "[ch08][.measure]") {
     std::printf("run %d  kStagesOverOne     pipeline x3 / x1 at 2 blocks/SM: %.3f\n", run,
                 st[0].median_ms / st[1].median_ms);
     st = time_all({timed_1d(ch08::sum_read_only, 1), timed_1d(ch08::sum_fast, 3), timed_1d(ch08::sum_pipeline, 3)}, 4);
-    std::printf("run %d  kFastOverPipeline  fast x3 / pipeline x3 at 4 blocks/SM: %.3f   (of read-only: fast %.3f, "
-                "4-byte pipeline %.3f)\n",
-                run, st[2].median_ms / st[1].median_ms, st[0].median_ms / st[1].median_ms,
-                st[0].median_ms / st[2].median_ms);
+    std::printf(
+        "run %d  kFastOverPipeline  fast x3 / pipeline x3 at 4 blocks/SM: %.3f   (of read-only: fast %.3f, "
+        "4-byte pipeline %.3f)\n",
+        run, st[2].median_ms / st[1].median_ms, st[0].median_ms / st[1].median_ms, st[0].median_ms / st[2].median_ms);
     if (!cml::needs::missing_for("08", 4, d).empty()) continue;
     st = time_all({timed_1d(ch08::sum_bulk, 1), timed_1d(ch08::sum_bulk, 3)}, 2);
-    std::printf("run %d  kBulkStagesOverOne bulk x3 / x1 at 2 blocks/SM: %.3f\n", run, st[0].median_ms / st[1].median_ms);
+    std::printf("run %d  kBulkStagesOverOne bulk x3 / x1 at 2 blocks/SM: %.3f\n", run,
+                st[0].median_ms / st[1].median_ms);
     const ch08::TmaPlan plan = ch08::tma_plan();
     st = time_all({timed_1d(ch08::sum_read_only, 1), timed_1d(ch08::sum_bulk, 3), timed_tma(plan.stages), timed_tma(1)},
                   4);
-    std::printf("run %d  kTmaOverReadOnly   of read-only at 4 blocks/SM: tma {%d rows, x%d} %.3f   (tma x1 %.3f, "
-                "bulk x3 %.3f)\n",
-                run, plan.box_rows, plan.stages, st[0].median_ms / st[2].median_ms, st[0].median_ms / st[3].median_ms,
-                st[0].median_ms / st[1].median_ms);
+    std::printf(
+        "run %d  kTmaOverReadOnly   of read-only at 4 blocks/SM: tma {%d rows, x%d} %.3f   (tma x1 %.3f, "
+        "bulk x3 %.3f)\n",
+        run, plan.box_rows, plan.stages, st[0].median_ms / st[2].median_ms, st[0].median_ms / st[3].median_ms,
+        st[0].median_ms / st[1].median_ms);
   }
   std::fflush(stdout);
   SUCCEED();

@@ -98,7 +98,8 @@ void check_shapes(const Variant& v, const std::vector<Shape>& shapes) {
     const ch09::Problem p(shape);
     const auto ref = ch09::cpu_reference(p);
     ch09::scrub_shared_memory(s);
-    const auto r = ch09::run_and_compare(p, [&](cudaStream_t st) { ch09::run(v, p, st); }, ref, s);
+    const auto r = ch09::run_and_compare(
+        p, [&](cudaStream_t st) { ch09::run(v, p, st); }, ref, s);
     const std::string err = verdict(v, p, ref, r, s);
     if (err == cml::test::ran_elsewhere(v.name)) {  // the first thing to fix, whatever the other shapes show
       first = ch09::describe(shape) + ": " + err;
@@ -132,8 +133,10 @@ void check_refuses_bad_shapes(const Variant& v) {
                                      {{d, 8, 12, 12}, {d, 12, 8, 8}, {d, 8, 8, 6}, "C's ld is below its cols"},
                                      {{d, 8, 12, 14}, {d, 12, 8, 8}, {d, 8, 8, 8}, "A's ld is not a multiple of 4"}};
   for (const auto& b : bad) {
-    INFO(v.label() << " must throw std::invalid_argument when " << b.what << ", before it enqueues anything "
-         "(sgemm.cuh; " << step_text(v.step) << ")");
+    INFO(v.label() << " must throw std::invalid_argument when " << b.what
+                   << ", before it enqueues anything "
+                      "(sgemm.cuh; "
+                   << step_text(v.step) << ")");
     if (v.is_gram())
       CHECK_THROWS_AS(v.gram(b.a, b.c, nullptr), std::invalid_argument);
     else
@@ -145,17 +148,15 @@ void check_refuses_bad_shapes(const Variant& v) {
 // One kernel on the stream given, and nothing for an empty C. Needs the trace.
 void check_enqueues_only(const Variant& v) {
   cml::test::device();
-  for (const auto& [shape, kernels] : {std::pair<Shape, std::size_t>{v.is_gram() ? ch09::gram_shape(70, 50)
-                                                                                 : ch09::gemm_shape(70, 90, 50),
-                                                                     1},
-                                       {v.is_gram() ? ch09::gram_shape(0, 50) : ch09::gemm_shape(0, 90, 50), 0},
-                                       {v.is_gram() ? ch09::gram_shape(70, 50) : ch09::gemm_shape(70, 0, 50),
-                                        v.is_gram() ? 1u : 0u}}) {
+  for (const auto& [shape, kernels] :
+       {std::pair<Shape, std::size_t>{v.is_gram() ? ch09::gram_shape(70, 50) : ch09::gemm_shape(70, 90, 50), 1},
+        {v.is_gram() ? ch09::gram_shape(0, 50) : ch09::gemm_shape(0, 90, 50), 0},
+        {v.is_gram() ? ch09::gram_shape(70, 50) : ch09::gemm_shape(70, 0, 50), v.is_gram() ? 1u : 0u}}) {
     const ch09::Problem p(shape);  // allocated before the watch: cudaMalloc may wait
-    CML_CHECK_ENQUEUE_ONLY(v.label() + " on " + ch09::describe(shape),
-                           [&](cudaStream_t s) { ch09::run(v, p, s); }, kernels,
-                           "sgemm.cuh: each function only enqueues its one kernel on `stream`; an empty C enqueues "
-                           "nothing");
+    CML_CHECK_ENQUEUE_ONLY(
+        v.label() + " on " + ch09::describe(shape), [&](cudaStream_t s) { ch09::run(v, p, s); }, kernels,
+        "sgemm.cuh: each function only enqueues its one kernel on `stream`; an empty C enqueues "
+        "nothing");
   }
 }
 
@@ -210,9 +211,12 @@ std::size_t count_16_byte_shared_loads(const cml::sass::Function& f) {
 
 void check_no_local_memory(const cml::sass::Function& f, const Variant& v) {
   const std::size_t ldl = cml::sass::count(f, "LDL"), stl = cml::sass::count(f, "STL");
-  INFO(v.kernel << " has " << ldl << " LDL and " << stl << " STL: its micro-tile (or an array of fragments) went to "
-       "local memory — index register arrays only with compile-time indices (fully unrolled loops), and keep the "
-       "micro-tile small enough for the register file (" << step_text(v.step) << ")");
+  INFO(v.kernel
+       << " has " << ldl << " LDL and " << stl
+       << " STL: its micro-tile (or an array of fragments) went to "
+          "local memory — index register arrays only with compile-time indices (fully unrolled loops), and keep the "
+          "micro-tile small enough for the register file ("
+       << step_text(v.step) << ")");
   CHECK(ldl + stl == 0);
 }
 
@@ -229,7 +233,9 @@ std::string race_found(const Variant& v, const char* what) {
 class EndGuardedMatrix {
  public:
   explicit EndGuardedMatrix(const ch09::HostMatrix& h)
-      : mem_(static_cast<std::size_t>(h.rows) * static_cast<std::size_t>(h.ld)), rows_(h.rows), cols_(h.cols),
+      : mem_(static_cast<std::size_t>(h.rows) * static_cast<std::size_t>(h.ld)),
+        rows_(h.rows),
+        cols_(h.cols),
         ld_(h.ld) {
     cml::upload(mem_.data(), h.data.data(), mem_.size());
   }
@@ -304,8 +310,8 @@ void check_speed(const Variant& v, double bar, const char* advice) {
   const Shape shape = v.is_gram() ? ch09::gram_shape(side, side) : ch09::gemm_shape(side, side, side);
   const ch09::Problem p(shape);
   ch09::Cublas cublas;
-  const auto st = cml::test::time_together({[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); },
-                                            [&](cudaStream_t s) { ch09::run(v, p, s); }});
+  const auto st = cml::test::time_together(
+      {[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); }, [&](cudaStream_t s) { ch09::run(v, p, s); }});
   cml::test::check_bar(st[0], st[1], bar, v.label() + " on " + ch09::describe(shape),
                        std::string("cuBLAS SGEMM (") + ch09::Cublas::math_mode() + ")",
                        std::string(": ") + advice + " (" + step_text(v.step) + ")");
@@ -356,13 +362,15 @@ TEST_CASE("profile target: one learner function once", "[.target]") {
     s.synchronize();
     return;
   }
-  const auto r = ch09::run_and_compare(p, [&](cudaStream_t st) { ch09::run(v, p, st); }, ch09::cpu_reference_full(p), s);
+  const auto r = ch09::run_and_compare(
+      p, [&](cudaStream_t st) { ch09::run(v, p, st); }, ch09::cpu_reference_full(p), s);
   if (!r.ok) cml::test::target_wrong(v.label() + " on " + ch09::describe(shape) + ": " + r.describe());
 }
 
 // ---- Step 1 ---------------------------------------------------------------------------------
 
-TEST_CASE("step 1: sgemm_tiled multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step1][correctness]") {
+TEST_CASE("step 1: sgemm_tiled multiplies whole, ragged, non-square, K = 1 and K = 0 matrices",
+          "[ch09][step1][correctness]") {
   check_shapes(variant("sgemm_tiled"), ch09::gemm_shapes());
 }
 
@@ -385,9 +393,11 @@ TEST_CASE("step 1: sgemm_tiled_kernel stages both tiles in shared memory behind 
   CML_KERNEL_SASS(f, "sgemm_tiled_kernel");
   const std::size_t sts = cml::sass::count(*f, "STS"), lds = cml::sass::count(*f, "LDS"),
                     bar = cml::sass::count(*f, "BAR.SYNC");
-  INFO("sgemm_tiled_kernel has " << sts << " shared stores, " << lds << " shared loads and " << bar << " barriers: a "
-       "block loads a tile of A and a tile of B into shared memory, waits for the whole block, computes from them, "
-       "and waits again before the next tiles overwrite them (step 1; ./lab hint 09)");
+  INFO("sgemm_tiled_kernel has "
+       << sts << " shared stores, " << lds << " shared loads and " << bar
+       << " barriers: a "
+          "block loads a tile of A and a tile of B into shared memory, waits for the whole block, computes from them, "
+          "and waits again before the next tiles overwrite them (step 1; ./lab hint 09)");
   CHECK(sts > 0);
   CHECK(lds > 0);
   CHECK(bar >= 2);
@@ -401,9 +411,11 @@ TEST_CASE("step 1: sgemm_tiled_kernel's global loads are coalesced (ncu)", "[ch0
   CML_REQUIRE_NCU(measured, why);
   const auto& k = measured.front();
   const double per_request = value(k, kGlobalSectors) / value(k, kGlobalRequests);
-  INFO("sgemm_tiled_kernel's global loads touch " << per_request << " sectors per request; a warp reading 32 "
-       "consecutive floats of a row touches 4 (16 for 16-byte loads); 32 means each lane reads another row — load "
-       "the tiles along their rows: threadIdx.x along A's k and along B's n (step 1; ./lab hint 09)");
+  INFO("sgemm_tiled_kernel's global loads touch "
+       << per_request
+       << " sectors per request; a warp reading 32 "
+          "consecutive floats of a row touches 4 (16 for 16-byte loads); 32 means each lane reads another row — load "
+          "the tiles along their rows: threadIdx.x along A's k and along B's n (step 1; ./lab hint 09)");
   CHECK(per_request > 0);
   CHECK(per_request <= 16.5);
 }
@@ -412,9 +424,10 @@ TEST_CASE("step 1: sgemm_tiled_kernel has no shared-memory race (racecheck)", "[
   cml::test::device();
   const Variant& v = variant("sgemm_tiled");
   CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
-                      race_found(v, "a thread reads a tile element another warp writes with no barrier between, or "
-                                    "the next tiles overwrite the ones still being read: a barrier after loading and "
-                                    "one before the next load"));
+                      race_found(v,
+                                 "a thread reads a tile element another warp writes with no barrier between, or "
+                                 "the next tiles overwrite the ones still being read: a barrier after loading and "
+                                 "one before the next load"));
 }
 
 TEST_CASE("step 1: sgemm_tiled reaches kTiledOfCublas of cuBLAS", "[ch09][step1][perf]") {
@@ -424,7 +437,8 @@ TEST_CASE("step 1: sgemm_tiled reaches kTiledOfCublas of cuBLAS", "[ch09][step1]
 
 // ---- Step 2 ---------------------------------------------------------------------------------
 
-TEST_CASE("step 2: gram_tiled computes A Aᵀ on whole, ragged, thin, K = 1 and K = 0 matrices", "[ch09][step2][correctness]") {
+TEST_CASE("step 2: gram_tiled computes A Aᵀ on whole, ragged, thin, K = 1 and K = 0 matrices",
+          "[ch09][step2][correctness]") {
   check_shapes(variant("gram_tiled"), ch09::gram_shapes());
 }
 
@@ -442,7 +456,8 @@ TEST_CASE("step 2: gram_tiled only enqueues one kernel on its stream", "[ch09][s
   check_enqueues_only(variant("gram_tiled"));
 }
 
-TEST_CASE("step 2: gram_tiled_kernel reads coalesced and its shared loads have no bank conflict (ncu)", "[ch09][step2][mechanism][profile]") {
+TEST_CASE("step 2: gram_tiled_kernel reads coalesced and its shared loads have no bank conflict (ncu)",
+          "[ch09][step2][mechanism][profile]") {
   cml::test::device();
   const Variant& v = variant("gram_tiled");
   std::string why;
@@ -450,14 +465,18 @@ TEST_CASE("step 2: gram_tiled_kernel reads coalesced and its shared loads have n
   CML_REQUIRE_NCU(measured, why);
   const auto& k = measured.front();
   const double per_request = value(k, kGlobalSectors) / value(k, kGlobalRequests);
-  INFO("gram_tiled_kernel's global loads touch " << per_request << " sectors per request: both operands are rows "
-       "of A — read both along k, the transposed one too (step 2; ./lab hint 09)");
+  INFO("gram_tiled_kernel's global loads touch "
+       << per_request
+       << " sectors per request: both operands are rows "
+          "of A — read both along k, the transposed one too (step 2; ./lab hint 09)");
   CHECK(per_request > 0);
   CHECK(per_request <= 16.5);
   const double conflicts = value(k, kSharedConflicts), loads = value(k, kSharedLoads);
   INFO("gram_tiled_kernel: ncu counts " << conflicts << " bank conflicts in " << loads << " shared loads ("
-       << value(k, kSharedWavefronts) << " wavefronts); want none beyond 2 % of the loads: the tile read across "
-       "its rows puts a column in one bank unless its rows are padded or its columns swizzled (step 2; ./lab hint 09)");
+                                        << value(k, kSharedWavefronts)
+                                        << " wavefronts); want none beyond 2 % of the loads: the tile read across "
+                                           "its rows puts a column in one bank unless its rows are padded or its "
+                                           "columns swizzled (step 2; ./lab hint 09)");
   CHECK(loads > 0);
   CHECK(conflicts <= 0.02 * loads);
 }
@@ -476,13 +495,15 @@ TEST_CASE("step 2: gram_tiled reaches kGramOfCublas of cuBLAS", "[ch09][step2][p
 
 // ---- Step 3 ---------------------------------------------------------------------------------
 
-TEST_CASE("step 3: sgemm_registers multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step3][correctness]") {
+TEST_CASE("step 3: sgemm_registers multiplies whole, ragged, non-square, K = 1 and K = 0 matrices",
+          "[ch09][step3][correctness]") {
   check_shapes(variant("sgemm_registers"), ch09::gemm_shapes());
 }
 
 TEST_CASE("step 3: sgemm_registers reads nothing past the last element of A or B", "[ch09][step3][correctness]") {
-  check_reads_stop_at_end(variant("sgemm_registers"),
-                          "a 16-byte piece must be loaded whole only where the row holds all four floats; past the matrix it is zero");
+  check_reads_stop_at_end(
+      variant("sgemm_registers"),
+      "a 16-byte piece must be loaded whole only where the row holds all four floats; past the matrix it is zero");
 }
 
 TEST_CASE("step 3: sgemm_registers refuses mismatched shapes and leading dimensions", "[ch09][step3][correctness]") {
@@ -494,19 +515,22 @@ TEST_CASE("step 3: sgemm_registers only enqueues one kernel on its stream", "[ch
   check_enqueues_only(variant("sgemm_registers"));
 }
 
-TEST_CASE("step 3: sgemm_registers_kernel loads its fragments 16 bytes at a time and spills nothing (SASS)", "[ch09][step3][mechanism]") {
+TEST_CASE("step 3: sgemm_registers_kernel loads its fragments 16 bytes at a time and spills nothing (SASS)",
+          "[ch09][step3][mechanism]") {
   cml::test::device();
   const Variant& v = variant("sgemm_registers");
   CML_KERNEL_SASS(f, "sgemm_registers_kernel");
   const std::size_t wide = count_16_byte_shared_loads(*f), all = cml::sass::count(*f, "LDS"),
                     ffma = cml::sass::count(*f, "FFMA");
-  INFO("sgemm_registers_kernel has " << wide << " 16-byte shared loads of its " << all << " and " << ffma
+  INFO("sgemm_registers_kernel has "
+       << wide << " 16-byte shared loads of its " << all << " and " << ffma
        << " FFMA: a thread's fragments of A and B are rows of 4 consecutive floats in shared memory — keep A's tile "
           "transposed so that a column of A is a row there (step 3; ./lab hint 09)");
   CHECK(wide > 0);
   CHECK(2 * wide >= all);
-  INFO("a micro-tile of r x c results does r x c FFMA for every (r + c) / 4 16-byte loads of its fragments: want at "
-       "least 4 FFMA per 16-byte load (a 4 x 4 micro-tile does 8, an 8 x 8 one 16) (step 3)");
+  INFO(
+      "a micro-tile of r x c results does r x c FFMA for every (r + c) / 4 16-byte loads of its fragments: want at "
+      "least 4 FFMA per 16-byte load (a 4 x 4 micro-tile does 8, an 8 x 8 one 16) (step 3)");
   CHECK(ffma >= 4 * wide);
   check_no_local_memory(*f, v);
 }
@@ -531,8 +555,9 @@ TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its mic
   CML_REQUIRE_NCU(measured, why);
   const auto& k = measured.front();
   const double wavefronts = value(k, kSharedWavefronts), ffma = value(k, kThreadFfma) / 32.0;
-  INFO("sgemm_registers_kernel: ncu counts " << wavefronts << " shared-load wavefronts for " << ffma
-       << " warp FFMA, " << (ffma > 0 ? wavefronts / ffma : 0.0) << " a FFMA; want at most " << kMaxWavefrontsPerFfma
+  INFO("sgemm_registers_kernel: ncu counts "
+       << wavefronts << " shared-load wavefronts for " << ffma << " warp FFMA, " << (ffma > 0 ? wavefronts / ffma : 0.0)
+       << " a FFMA; want at most " << kMaxWavefrontsPerFfma
        << ": each float a thread loads from shared memory must serve a row or a column of its micro-tile (an 8 x 8 "
           "tile from 16-byte loads read 0.19 of a wavefront a FFMA here, step 1's tile 0.75) (step 3; ./lab hint 09)");
   CHECK(ffma > 0);
@@ -541,13 +566,15 @@ TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its mic
 
 // ---- Step 4 ---------------------------------------------------------------------------------
 
-TEST_CASE("step 4: sgemm_pipelined multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step4][correctness]") {
+TEST_CASE("step 4: sgemm_pipelined multiplies whole, ragged, non-square, K = 1 and K = 0 matrices",
+          "[ch09][step4][correctness]") {
   check_shapes(variant("sgemm_pipelined"), ch09::gemm_shapes());
 }
 
 TEST_CASE("step 4: sgemm_pipelined reads nothing past the last element of A or B", "[ch09][step4][correctness]") {
   check_reads_stop_at_end(variant("sgemm_pipelined"),
-                          "a copy past the matrix must read 0 bytes from an address inside it (cp.async src-size 0, pointed at the tile), and no tile beyond the last k-tile may be fetched");
+                          "a copy past the matrix must read 0 bytes from an address inside it (cp.async src-size 0, "
+                          "pointed at the tile), and no tile beyond the last k-tile may be fetched");
 }
 
 TEST_CASE("step 4: sgemm_pipelined refuses mismatched shapes and leading dimensions", "[ch09][step4][correctness]") {
@@ -559,31 +586,39 @@ TEST_CASE("step 4: sgemm_pipelined only enqueues one kernel on its stream", "[ch
   check_enqueues_only(variant("sgemm_pipelined"));
 }
 
-TEST_CASE("step 4: sgemm_pipelined_kernel copies 16 bytes with cp.async, zero-fills the edges and waits by groups (SASS)", "[ch09][step4][mechanism]") {
+TEST_CASE(
+    "step 4: sgemm_pipelined_kernel copies 16 bytes with cp.async, zero-fills the edges and waits by groups (SASS)",
+    "[ch09][step4][mechanism]") {
   cml::test::device();
   const Variant& v = variant("sgemm_pipelined");
   CML_KERNEL_SASS(f, "sgemm_pipelined_kernel");
   const std::size_t copies = cml::sass::count(*f, "LDGSTS.E.BYPASS.128"), all = cml::sass::count(*f, "LDGSTS"),
                     zfill = cml::sass::count_containing(*f, ".ZFILL"), ldg = cml::sass::count(*f, "LDG");
   INFO("sgemm_pipelined_kernel has " << copies << " 16-byte cp.async.cg copies (LDGSTS.E.BYPASS.128) of " << all
-       << " LDGSTS, " << ldg << " LDG: every tile goes from global to shared memory by cp.async, 16 bytes at a "
-          "time, bypassing L1 (step 4; ./lab hint 09)");
+                                     << " LDGSTS, " << ldg
+                                     << " LDG: every tile goes from global to shared memory by cp.async, 16 bytes at a "
+                                        "time, bypassing L1 (step 4; ./lab hint 09)");
   CHECK(copies > 0);
   CHECK(copies == all);
   CHECK(ldg == 0);
-  INFO("sgemm_pipelined_kernel has " << zfill << " zero-filling copies (.ZFILL): a piece that sticks out of the "
-       "matrix must arrive as zeros by the copy's src-size, not by reading past the end (step 4)");
+  INFO("sgemm_pipelined_kernel has "
+       << zfill
+       << " zero-filling copies (.ZFILL): a piece that sticks out of the "
+          "matrix must arrive as zeros by the copy's src-size, not by reading past the end (step 4)");
   CHECK(zfill > 0);
   const std::size_t commit = cml::sass::count(*f, "LDGDEPBAR"), wait = cml::sass::count(*f, "DEPBAR");
-  INFO("sgemm_pipelined_kernel has " << commit << " commits (LDGDEPBAR) and " << wait << " waits (DEPBAR): "
-       "commit each stage's copies as a group and wait for the oldest only (step 4)");
+  INFO("sgemm_pipelined_kernel has " << commit << " commits (LDGDEPBAR) and " << wait
+                                     << " waits (DEPBAR): "
+                                        "commit each stage's copies as a group and wait for the oldest only (step 4)");
   CHECK(commit > 0);
   CHECK(wait > 0);
   // A wait that leaves groups pending is DEPBAR.LE SB0, N with N > 0; wait_group 0 is 0x0.
   const std::size_t drains = cml::sass::count_containing(*f, "DEPBAR.LE SB0, 0x0");
-  INFO("sgemm_pipelined_kernel's " << wait << " wait(s) all wait for every group (DEPBAR.LE SB0, 0x0): then no copy is "
-       "in flight while a stage is computed — wait for the oldest group only, leaving the newer stages' copies "
-       "pending (step 4)");
+  INFO("sgemm_pipelined_kernel's "
+       << wait
+       << " wait(s) all wait for every group (DEPBAR.LE SB0, 0x0): then no copy is "
+          "in flight while a stage is computed — wait for the oldest group only, leaving the newer stages' copies "
+          "pending (step 4)");
   CHECK(wait > drains);
   check_no_local_memory(*f, v);
 }
@@ -591,9 +626,10 @@ TEST_CASE("step 4: sgemm_pipelined_kernel copies 16 bytes with cp.async, zero-fi
 TEST_CASE("step 4: sgemm_pipelined_kernel has no shared-memory race (racecheck)", "[ch09][step4][mechanism]") {
   const Variant& v = variant("sgemm_pipelined");
   CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
-                      race_found(v, "a thread computes on a stage other threads' copies filled, or a copy refills a "
-                                    "stage others still read: wait for the group, then a barrier, before computing; "
-                                    "a barrier after computing, before that stage is refilled"));
+                      race_found(v,
+                                 "a thread computes on a stage other threads' copies filled, or a copy refills a "
+                                 "stage others still read: wait for the group, then a barrier, before computing; "
+                                 "a barrier after computing, before that stage is refilled"));
 }
 
 TEST_CASE("step 4: sgemm_pipelined reaches kPipelinedOfCublas of cuBLAS", "[ch09][step4][perf]") {
@@ -604,13 +640,15 @@ TEST_CASE("step 4: sgemm_pipelined reaches kPipelinedOfCublas of cuBLAS", "[ch09
 
 // ---- Step 5 ---------------------------------------------------------------------------------
 
-TEST_CASE("step 5: sgemm_tma multiplies whole, ragged, non-square, K = 1 and K = 0 matrices", "[ch09][step5][correctness]") {
+TEST_CASE("step 5: sgemm_tma multiplies whole, ragged, non-square, K = 1 and K = 0 matrices",
+          "[ch09][step5][correctness]") {
   check_shapes(variant("sgemm_tma"), ch09::gemm_shapes());
 }
 
 TEST_CASE("step 5: sgemm_tma reads nothing past the last element of A or B", "[ch09][step5][correctness]") {
   check_reads_stop_at_end(variant("sgemm_tma"),
-                          "the tensor maps' dimensions are the matrix's rows and columns (not ld, not rounded up to the box): the TMA unit zero-fills what lies outside them");
+                          "the tensor maps' dimensions are the matrix's rows and columns (not ld, not rounded up to "
+                          "the box): the TMA unit zero-fills what lies outside them");
 }
 
 TEST_CASE("step 5: sgemm_tma refuses mismatched shapes and leading dimensions", "[ch09][step5][correctness]") {
@@ -629,8 +667,9 @@ TEST_CASE("step 5: sgemm_tma_kernel loads its tiles by TMA and waits on mbarrier
   const std::size_t tma = cml::sass::count(*f, "UTMALDG"), syncs = cml::sass::count(*f, "SYNCS"),
                     ldg = cml::sass::count(*f, "LDG"), ldgsts = cml::sass::count(*f, "LDGSTS");
   INFO("sgemm_tma_kernel has " << tma << " TMA loads (UTMALDG), " << syncs << " mbarrier operations (SYNCS), " << ldg
-       << " LDG and " << ldgsts << " LDGSTS: the tiles of A and B come by TMA from your tensor maps, each stage "
-          "completing on its full barrier (step 5; ./lab hint 09)");
+                               << " LDG and " << ldgsts
+                               << " LDGSTS: the tiles of A and B come by TMA from your tensor maps, each stage "
+                                  "completing on its full barrier (step 5; ./lab hint 09)");
   CHECK(tma > 0);
   CHECK(syncs > 0);
   CHECK(ldg + ldgsts == 0);
@@ -657,30 +696,37 @@ TEST_CASE("step 5: sgemm_tma_kernel keeps two stages of boxes or more in shared 
   for (const auto& c : e.calls.named("cuTensorMapEncodeTiled")) boxes[c.ptr] = c;
   {
     INFO(v.label() << " encoded no tensor map during the call: encode A's and B's maps in sgemm_tma, for the matrices "
-                      "of that call (" << step_text(v.step) << ")");
+                      "of that call ("
+                   << step_text(v.step) << ")");
     REQUIRE(!boxes.empty());
   }
   std::size_t stage = 0;
   std::string shapes;
   for (const auto& [ptr, c] : boxes) {
     stage += c.bytes;
-    shapes += std::string(shapes.empty() ? "" : " and ") + (ptr == p.a_view().data ? "A's " : ptr == p.b_view().data ? "B's " : "") +
+    shapes += std::string(shapes.empty() ? "" : " and ") +
+              (ptr == p.a_view().data   ? "A's "
+               : ptr == p.b_view().data ? "B's "
+                                        : "") +
               std::to_string(c.box[1]) + " x " + std::to_string(c.box[0]);
   }
   const auto kernels = e.trace.kernels_named(v.kernel);
   REQUIRE(kernels.size() == 1);
   const auto shared = static_cast<std::size_t>(kernels[0].shared_bytes);
   INFO(v.kernel << " has " << shared / 1024.0 << " KiB of shared memory a block and one stage of boxes (" << shapes
-       << ") takes " << stage / 1024.0 << " KiB: room for one stage, so each tile is awaited before its math with no "
-          "copy in flight behind it. Give the pipeline two or more stages (" << step_text(v.step) << ")");
+                << ") takes " << stage / 1024.0
+                << " KiB: room for one stage, so each tile is awaited before its math with no "
+                   "copy in flight behind it. Give the pipeline two or more stages ("
+                << step_text(v.step) << ")");
   CHECK(shared >= 2 * stage);
 }
 
 TEST_CASE("step 5: sgemm_tma_kernel has no shared-memory race (racecheck)", "[ch09][step5][mechanism]") {
   const Variant& v = variant("sgemm_tma");
   CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
-                      race_found(v, "TMA refilled a stage that threads still read: the producer must wait on the "
-                                    "stage's empty barrier, which every consumer arrives on after its last read"));
+                      race_found(v,
+                                 "TMA refilled a stage that threads still read: the producer must wait on the "
+                                 "stage's empty barrier, which every consumer arrives on after its last read"));
 }
 
 TEST_CASE("step 5: sgemm_tma reaches kTmaOfCublas of cuBLAS", "[ch09][step5][perf]") {
@@ -696,9 +742,10 @@ TEST_CASE("the chapter's sgemm_naive and cuBLAS agree with the CPU", "[ch09][cor
   ch09::Cublas cublas;
   for (const auto& shape : {ch09::gemm_shape(257, 129, 65, "ragged"), ch09::gram_shape(130, 67, "Gram")}) {
     const ch09::Problem p(shape);
-    const auto r = ch09::run_and_compare(p, [&](cudaStream_t st) { ch09::run_cublas(cublas, p, st); },
-                                         ch09::cpu_reference(p), s);
-    INFO("cuBLAS on " << ch09::describe(shape) << ": " << r.describe() << " (provided.cu: the ceiling itself is wrong)");
+    const auto r = ch09::run_and_compare(
+        p, [&](cudaStream_t st) { ch09::run_cublas(cublas, p, st); }, ch09::cpu_reference(p), s);
+    INFO("cuBLAS on " << ch09::describe(shape) << ": " << r.describe()
+                      << " (provided.cu: the ceiling itself is wrong)");
     CHECK(r.ok);
   }
 }
@@ -715,8 +762,8 @@ TEST_CASE("measure both sides of the speed bars", "[ch09][.measure]") {
       if (!cml::needs::missing_for("09", v.step, d).empty()) continue;
       const Shape shape = v.is_gram() ? ch09::gram_shape(side, side) : ch09::gemm_shape(side, side, side);
       const ch09::Problem p(shape);
-      const auto st = cml::test::time_together({[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); },
-                                                [&](cudaStream_t s) { ch09::run(v, p, s); }});
+      const auto st = cml::test::time_together(
+          {[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); }, [&](cudaStream_t s) { ch09::run(v, p, s); }});
       std::printf("run %d  %-28s %8.1f GFLOP/s  of cuBLAS %.3f\n", run, v.label().c_str(),
                   ch09::gflops(shape, st[1].median_ms), st[0].median_ms / st[1].median_ms);
     }

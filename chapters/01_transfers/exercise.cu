@@ -39,12 +39,11 @@ void unpin_existing([[maybe_unused]] void* p) {}
 // piece. You have a pinned staging buffer on each side, and launch_unpack scatters packed
 // pieces on the GPU. Everything is enqueued on `stream`, nothing waits for the GPU, and the
 // caller synchronises. As shipped, it makes one copy per piece.
-void send_batched(const PieceBatch& batch, [[maybe_unused]] const Staging& staging,
-                  cudaStream_t stream) {
+void send_batched(const PieceBatch& batch, [[maybe_unused]] const Staging& staging, cudaStream_t stream) {
   for (std::size_t i = 0; i < batch.count; ++i)
     CUDA_CHECK(cudaMemcpyAsync(batch.device_base + batch.device_offsets_host[i],
-                               batch.host_base + batch.host_offsets[i], batch.piece_bytes,
-                               cudaMemcpyHostToDevice, stream));
+                               batch.host_base + batch.host_offsets[i], batch.piece_bytes, cudaMemcpyHostToDevice,
+                               stream));
 }
 
 // TODO(3): zero-copy: a kernel reads the host's bytes where they are, over the bus, so

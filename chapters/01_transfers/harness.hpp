@@ -26,7 +26,9 @@ namespace ch01 {
 // allocate_pinned's buffer (step 1), freed by free_pinned.
 struct LearnerPinned {
   explicit LearnerPinned(std::size_t n) : bytes(n), p(static_cast<std::byte*>(allocate_pinned(n))) {}
-  ~LearnerPinned() { cml::release_noexcept([&] { free_pinned(p); }, "free_pinned"); }
+  ~LearnerPinned() {
+    cml::release_noexcept([&] { free_pinned(p); }, "free_pinned");
+  }
   LearnerPinned(const LearnerPinned&) = delete;
   LearnerPinned& operator=(const LearnerPinned&) = delete;
   std::size_t bytes;
@@ -39,7 +41,9 @@ struct LearnerRegistered {
     std::memset(storage.get(), 0, n);  // touch every page before pinning it
     pin_existing(storage.get(), n);
   }
-  ~LearnerRegistered() { cml::release_noexcept([&] { unpin_existing(storage.get()); }, "unpin_existing"); }
+  ~LearnerRegistered() {
+    cml::release_noexcept([&] { unpin_existing(storage.get()); }, "unpin_existing");
+  }
   LearnerRegistered(const LearnerRegistered&) = delete;
   LearnerRegistered& operator=(const LearnerRegistered&) = delete;
   std::byte* data() const { return storage.get(); }
@@ -49,7 +53,9 @@ struct LearnerRegistered {
 // allocate_zero_copy's buffer (step 3), freed by free_zero_copy.
 struct LearnerZeroCopy {
   explicit LearnerZeroCopy(std::size_t n) : z(allocate_zero_copy(n)) {}
-  ~LearnerZeroCopy() { cml::release_noexcept([&] { free_zero_copy(z); }, "free_zero_copy"); }
+  ~LearnerZeroCopy() {
+    cml::release_noexcept([&] { free_zero_copy(z); }, "free_zero_copy");
+  }
   LearnerZeroCopy(const LearnerZeroCopy&) = delete;
   LearnerZeroCopy& operator=(const LearnerZeroCopy&) = delete;
   ZeroCopy z;
@@ -109,8 +115,8 @@ struct PieceSet {
     want.resize(count * piece_bytes);
     for (std::size_t i = 0; i < count; ++i)
       std::memcpy(want.data() + device_offsets_host[i], arena.data() + host_offsets[i], piece_bytes);
-    batch = PieceBatch{arena.data(), host_offsets.data(), count, piece_bytes,
-                       device.data(), device_offsets.data(), device_offsets_host.data()};
+    batch = PieceBatch{arena.data(),          host_offsets.data(),       count, piece_bytes, device.data(),
+                       device_offsets.data(), device_offsets_host.data()};
     staging = Staging{staging_host.data(), staging_device.data(), count * piece_bytes};
   }
 
@@ -147,8 +153,8 @@ inline unsigned long long fill_words(std::uint32_t* words, std::size_t n, unsign
 
 // Enqueues step 3's read on `stream`: clear *sum, prepare_for_device, then `reads` passes of
 // launch_sum over the n mapped words of `zc` (every `stride`-th word).
-inline void sum_zero_copy(const ZeroCopy& zc, std::size_t n, std::size_t stride, int reads,
-                          unsigned long long* sum, cudaStream_t stream) {
+inline void sum_zero_copy(const ZeroCopy& zc, std::size_t n, std::size_t stride, int reads, unsigned long long* sum,
+                          cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(sum, 0, sizeof(unsigned long long), stream));
   prepare_for_device(zc, stream);
   for (int r = 0; r < reads; ++r) launch_sum(static_cast<const std::uint32_t*>(zc.device), n, stride, sum, stream);

@@ -80,7 +80,7 @@ bool bandwidth(Context& c) {
   bool ok = true;
   {
     const std::vector<std::byte> want = ch01::pattern(max, 1);
-    for (const auto& m : methods)  // not write-combined: host reads of it are uncached (see the docs)
+    for (const auto& m : methods)                  // not write-combined: host reads of it are uncached (see the docs)
       if (m.name != "write-combined" && !m.split)  // the split copy's memory is cudaMallocHost's
         ok &= cml::report(ch01::round_trip(m.host, device.data(), want, c.stream), "round trip through " + m.name);
   }
@@ -98,8 +98,10 @@ bool bandwidth(Context& c) {
         work.push_back([=, &device](cudaStream_t st) {
           std::byte* dst = h2d ? device.data() : m.host;
           const std::byte* src = h2d ? m.host : device.data();
-          if (m.split) (*m.split)(dst, src, bytes, kind, st);
-          else CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, st));
+          if (m.split)
+            (*m.split)(dst, src, bytes, kind, st);
+          else
+            CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, st));
         });
         names.push_back(m.name);
       }
@@ -118,8 +120,8 @@ bool bandwidth(Context& c) {
   }
   c.run.emit(table);
 
-  cml::Table summary("bandwidth_summary", {"direction", "best GB/s", "yours pinned / best",
-                                           "yours registered / best", "best / link"});
+  cml::Table summary("bandwidth_summary",
+                     {"direction", "best GB/s", "yours pinned / best", "yours registered / best", "best / link"});
   const double link = c.run.facts.link.theoretical_gbps();
   for (int dir = 0; dir < 2; ++dir)
     summary.row({dir == 0 ? "HtoD" : "DtoH", fixed(best[dir], 2), fixed(yours_pinned[dir] / best[dir], 3),
@@ -140,11 +142,15 @@ bool bandwidth(Context& c) {
 // ---- Part 2 and 3: many small copies vs one ------------------------------------------------
 
 bool batch(Context& c) {
-  std::printf("\n== Many small copies vs one: %zu pieces of %s ==\n", c.s.pieces, format_bytes(c.s.piece_bytes).c_str());
+  std::printf("\n== Many small copies vs one: %zu pieces of %s ==\n", c.s.pieces,
+              format_bytes(c.s.piece_bytes).c_str());
   ch01::PieceSet set(c.s.pieces, c.s.piece_bytes, 7);
   const ch01::CopyGraph graph(set.batch, c.stream);
   const auto& b = set.batch;
-  struct Variant { std::string name; cml::Work work; };
+  struct Variant {
+    std::string name;
+    cml::Work work;
+  };
   const std::vector<Variant> variants = {
       {"cudaMemcpy per piece", [&](cudaStream_t st) { ch01::send_one_by_one(b, st, true); }},
       {"cudaMemcpyAsync per piece", [&](cudaStream_t st) { ch01::send_one_by_one(b, st, false); }},
@@ -173,8 +179,8 @@ bool batch(Context& c) {
 
 bool crossover(Context& c) {
   std::printf("\n== Where batching stops paying: %zu pieces, piece size 1 KiB to 256 KiB ==\n", c.s.pieces);
-  cml::Table table("crossover", {"piece bytes", "async per piece ms", "async noise", "send_batched ms",
-                                 "batched noise", "batched speed-up"});
+  cml::Table table("crossover", {"piece bytes", "async per piece ms", "async noise", "send_batched ms", "batched noise",
+                                 "batched speed-up"});
   std::size_t crossover = 0;
   bool ok = true;
   for (std::size_t piece = 1024; piece <= 256 * 1024; piece *= 2) {
@@ -212,7 +218,8 @@ bool zerocopy(Context& c) {
   const std::size_t n = c.s.max_bytes / sizeof(std::uint32_t);
   ch01::LearnerZeroCopy owned(n * sizeof(std::uint32_t));
   const ch01::ZeroCopy& zc = owned.z;
-  std::printf("your allocate_zero_copy: host %s, device view %s\n", ch01::pointer_kind(zc.host), ch01::pointer_kind(zc.device));
+  std::printf("your allocate_zero_copy: host %s, device view %s\n", ch01::pointer_kind(zc.host),
+              ch01::pointer_kind(zc.device));
 
   auto* host_words = static_cast<std::uint32_t*>(zc.host);
   ch01::fill_words(host_words, n, 3);
@@ -223,7 +230,11 @@ bool zerocopy(Context& c) {
 
   // Three ways a kernel may use the data: read all of it once, read all of it again and
   // again, or look up a sparse sample (one word per 4 KiB page).
-  struct Access { std::string name; int reads; std::size_t stride; };
+  struct Access {
+    std::string name;
+    int reads;
+    std::size_t stride;
+  };
   const std::vector<Access> accesses = {
       {"every word, once", 1, 1},
       {"every word, " + std::to_string(c.s.reads) + " times", c.s.reads, 1},
@@ -252,9 +263,10 @@ bool zerocopy(Context& c) {
                fixed(speedup, 2), speedup >= 1.0 ? "zero-copy" : "copy"});
   }
   c.run.emit(table);
-  std::printf("zero-copy moves only the bytes a kernel touches, every time it touches them: it wins\n"
-              "for sparse reads, roughly ties for one full pass (both cross the bus once), and loses\n"
-              "when data is read again, since each pass crosses the bus instead of device memory\n");
+  std::printf(
+      "zero-copy moves only the bytes a kernel touches, every time it touches them: it wins\n"
+      "for sparse reads, roughly ties for one full pass (both cross the bus once), and loses\n"
+      "when data is read again, since each pass crosses the bus instead of device memory\n");
   return ok;
 }
 

@@ -17,9 +17,8 @@ namespace {
 
 // One block per piece (grid-stride over pieces): consecutive threads move consecutive
 // 16-byte words when the piece and both ends allow it, else bytes.
-__global__ void unpack_kernel(const std::byte* __restrict__ packed, std::size_t count,
-                              std::size_t piece_bytes, std::byte* __restrict__ base,
-                              const std::size_t* __restrict__ offsets) {
+__global__ void unpack_kernel(const std::byte* __restrict__ packed, std::size_t count, std::size_t piece_bytes,
+                              std::byte* __restrict__ base, const std::size_t* __restrict__ offsets) {
   for (std::size_t p = blockIdx.x; p < count; p += gridDim.x) {
     const std::byte* src = packed + p * piece_bytes;
     std::byte* dst = base + offsets[p];
@@ -37,8 +36,8 @@ __global__ void unpack_kernel(const std::byte* __restrict__ packed, std::size_t 
 
 // Each thread adds a grid-stride share of the words; a warp shuffle reduces them and lane
 // 0 adds the warp's total with one atomic. Integer sums are exact in any order.
-__global__ void sum_kernel(const std::uint32_t* __restrict__ words, std::size_t n,
-                           std::size_t stride, unsigned long long* sum) {
+__global__ void sum_kernel(const std::uint32_t* __restrict__ words, std::size_t n, std::size_t stride,
+                           unsigned long long* sum) {
   unsigned long long local = 0;
   const std::size_t count = (n + stride - 1) / stride;
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -54,13 +53,13 @@ void launch_unpack(const std::byte* packed, const PieceBatch& batch, cudaStream_
   if (batch.count == 0) return;
   const std::size_t max_blocks = static_cast<std::size_t>(cml::usable_sm_count()) * 16;
   const unsigned blocks = static_cast<unsigned>(batch.count < max_blocks ? batch.count : max_blocks);
-  unpack_kernel<<<blocks, 256, 0, stream>>>(packed, batch.count, batch.piece_bytes,
-                                            batch.device_base, batch.device_offsets);
+  unpack_kernel<<<blocks, 256, 0, stream>>>(packed, batch.count, batch.piece_bytes, batch.device_base,
+                                            batch.device_offsets);
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_sum(const std::uint32_t* words, std::size_t n, std::size_t stride,
-                unsigned long long* sum, cudaStream_t stream) {
+void launch_sum(const std::uint32_t* words, std::size_t n, std::size_t stride, unsigned long long* sum,
+                cudaStream_t stream) {
   // Enough blocks to keep every SM busy; more would only add atomics. Over the PCIe bus
   // (zero-copy) many requests in flight are what hides the latency.
   const unsigned blocks = static_cast<unsigned>(cml::usable_sm_count()) * 8;
@@ -96,16 +95,15 @@ void send_memcpy_batch(const PieceBatch& batch, cudaStream_t stream) {
 #if CUDART_VERSION >= 13000
   // CUDA 13: (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
   // cudaMemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, cudaStream_t).
-  CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), batch.count, &attr,
-                                  &attr_index, 1, stream));
+  CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), batch.count, &attr, &attr_index, 1, stream));
 #elif CUDART_VERSION >= 12080
   // CUDA 12.8 and 12.9: the sources are `void**` (not const), and a `size_t* failIdx` (the
   // index of the copy that failed, if one did) comes before the stream.
   std::vector<void*> mutable_srcs(batch.count);
   for (std::size_t i = 0; i < batch.count; ++i) mutable_srcs[i] = const_cast<void*>(srcs[i]);
   std::size_t fail_index = 0;
-  CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), mutable_srcs.data(), sizes.data(), batch.count, &attr,
-                                  &attr_index, 1, &fail_index, stream));
+  CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), mutable_srcs.data(), sizes.data(), batch.count, &attr, &attr_index, 1,
+                                  &fail_index, stream));
 #else
   // Before CUDA 12.8 there is no batch call: the same copies one by one, in stream order.
   for (std::size_t i = 0; i < batch.count; ++i)

@@ -27,11 +27,11 @@ void unpin_existing(void* p);
 // the one-by-one baselines get their best case: the difference is the cost per call.
 struct PieceBatch {
   const std::byte* host_base = nullptr;
-  const std::size_t* host_offsets = nullptr;    // host array, count entries
+  const std::size_t* host_offsets = nullptr;  // host array, count entries
   std::size_t count = 0;
   std::size_t piece_bytes = 0;
   std::byte* device_base = nullptr;
-  const std::size_t* device_offsets = nullptr;  // device array (for the unpack kernel)
+  const std::size_t* device_offsets = nullptr;       // device array (for the unpack kernel)
   const std::size_t* device_offsets_host = nullptr;  // the same offsets, host copy
 };
 
@@ -78,7 +78,7 @@ void send_memcpy_batch(const PieceBatch& batch, cudaStream_t stream);
 // Adds words[0], words[stride], words[2 * stride], ... (below n) into *sum, exactly (64-bit
 // integer accumulation). `words` may be device or mapped host memory. stride 1 reads every
 // word once; a large stride reads a sparse sample, as a lookup into a big table would.
-void launch_sum(const std::uint32_t* words, std::size_t n, std::size_t stride,
-                unsigned long long* sum, cudaStream_t stream);
+void launch_sum(const std::uint32_t* words, std::size_t n, std::size_t stride, unsigned long long* sum,
+                cudaStream_t stream);
 
 }  // namespace ch01

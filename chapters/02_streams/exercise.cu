@@ -40,8 +40,8 @@ void free_host_ints(int* p) { delete[] p; }
 // TODO(2): any n and any chunk count: n need not divide, more chunks than elements leaves
 // some empty; every element copied in and out exactly once; p.after_chunk(c, stream) (when
 // set) once per chunk, in order, after chunk c's work is issued; both issue orders (`order`).
-void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams,
-                [[maybe_unused]] std::size_t chunks, [[maybe_unused]] IssueOrder order) {
+void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, [[maybe_unused]] std::size_t chunks,
+                [[maybe_unused]] IssueOrder order) {
   cudaStream_t s = streams.front();
   CUDA_CHECK(cudaMemcpyAsync(p.device_in, p.host_in, p.n * sizeof(int), cudaMemcpyHostToDevice, s));
   launch_add(p.device_in, p.device_out, p.n, p.cycles, p.add_value, s);

@@ -70,8 +70,12 @@ ch02::Plan effective_plan(const Settings& s, const ch02::Measured& m) {
 // the plan chosen from those measurements with its streams.
 struct Context {
   Context(const Settings& settings, cml::Run opened)
-      : s(settings), run(std::move(opened)), work(s.n(), 5, 0),
-        copies(ch02::measure_copies(work.problem, run.timing)), plan(choose()), streams(plan.streams) {}
+      : s(settings),
+        run(std::move(opened)),
+        work(s.n(), 5, 0),
+        copies(ch02::measure_copies(work.problem, run.timing)),
+        plan(choose()),
+        streams(plan.streams) {}
   void issue_staged() { ch02::run_staged(work.problem, streams.s, plan.chunks, plan.order); }
 
   ch02::Plan choose() {
@@ -101,27 +105,28 @@ const std::vector<Breaker> kBreakers = {
     {"none", "your pipeline as it is"},
     {"null-stream", "every operation on the legacy NULL stream", nullptr, BreakerStreams::Legacy},
     {"pageable", "host buffers from new[] instead of pinned memory", nullptr, BreakerStreams::Yours, true},
-    {"sync-copy", "a 4-byte cudaMemcpy after each chunk", [](BreakerScratch& x, cudaStream_t) {
+    {"sync-copy", "a 4-byte cudaMemcpy after each chunk",
+     [](BreakerScratch& x, cudaStream_t) {
        CUDA_CHECK(cudaMemcpy(x.word.data(), &x.host_word, sizeof(int), cudaMemcpyHostToDevice));
      }},
     {"device-sync", "cudaDeviceSynchronize after each chunk",
      [](BreakerScratch&, cudaStream_t) { CUDA_CHECK(cudaDeviceSynchronize()); }},
-    {"free-in-loop", "cudaMalloc + cudaFree of 1 MiB after each chunk", [](BreakerScratch&, cudaStream_t) {
+    {"free-in-loop", "cudaMalloc + cudaFree of 1 MiB after each chunk",
+     [](BreakerScratch&, cudaStream_t) {
        void* p = nullptr;  // malloc-in-loop shows cudaMalloc alone: the difference is cudaFree's
        CUDA_CHECK(cudaMalloc(&p, 1 << 20));
        CUDA_CHECK(cudaFree(p));
      }},
-    {"malloc-in-loop", "cudaMalloc of 1 MiB after each chunk", [](BreakerScratch& x, cudaStream_t) {
-       CUDA_CHECK(cudaMalloc(&x.device_allocations.emplace_back(), 1 << 20));
-     }},
-    {"malloc-async", "cudaMallocAsync + cudaFreeAsync after each chunk (the cure)", [](BreakerScratch&, cudaStream_t s) {
+    {"malloc-in-loop", "cudaMalloc of 1 MiB after each chunk",
+     [](BreakerScratch& x, cudaStream_t) { CUDA_CHECK(cudaMalloc(&x.device_allocations.emplace_back(), 1 << 20)); }},
+    {"malloc-async", "cudaMallocAsync + cudaFreeAsync after each chunk (the cure)",
+     [](BreakerScratch&, cudaStream_t s) {
        void* p = nullptr;
        CUDA_CHECK(cudaMallocAsync(&p, 1 << 20, s));
        CUDA_CHECK(cudaFreeAsync(p, s));
      }},
-    {"mallochost-in-loop", "cudaMallocHost of 1 MiB after each chunk", [](BreakerScratch& x, cudaStream_t) {
-       CUDA_CHECK(cudaMallocHost(&x.host_allocations.emplace_back(), 1 << 20));
-     }},
+    {"mallochost-in-loop", "cudaMallocHost of 1 MiB after each chunk",
+     [](BreakerScratch& x, cudaStream_t) { CUDA_CHECK(cudaMallocHost(&x.host_allocations.emplace_back(), 1 << 20)); }},
     {"memset-nonblocking", "cudaMemset after each chunk, non-blocking streams", memset_word},
     {"memset-blocking", "cudaMemset after each chunk, blocking streams", memset_word, BreakerStreams::Blocking},
 };
@@ -144,18 +149,23 @@ bool breakers(Context& c) {
       broken.release();
     });
     c.run.write("timeline_" + name + ".csv", o.trace.to_csv());
-    const auto st = cml::time_interleaved({[&](cudaStream_t x) { ch02::run_sequential(broken.problem(), x); },
-                                           [&](cudaStream_t) { broken.run(); }},
-                                          c.stream, {1, std::max(3, c.run.timing.iters / 2)}, cml::Clock::Host);
+    const auto st = cml::time_interleaved(
+        {[&](cudaStream_t x) { ch02::run_sequential(broken.problem(), x); }, [&](cudaStream_t) { broken.run(); }},
+        c.stream, {1, std::max(3, c.run.timing.iters / 2)}, cml::Clock::Host);
     broken.release();
     const double speedup = st[0].median_ms / st[1].median_ms;
     if (name == "none") unbroken = speedup;
     std::string verdict = "no effect";
-    if (!o.ok) verdict = "no trace: " + o.error;
-    else if (speedup < 1.15 && o.copy_kernel < 0.1) verdict = "SERIALISED";
-    else if (speedup < 1.0) verdict = "slower than sequential: the call itself is slow";
-    else if (speedup < 0.9 * unbroken) verdict = "partly serialised";
-    else if (speedup < 0.97 * unbroken) verdict = "still overlaps; the calls cost time";
+    if (!o.ok)
+      verdict = "no trace: " + o.error;
+    else if (speedup < 1.15 && o.copy_kernel < 0.1)
+      verdict = "SERIALISED";
+    else if (speedup < 1.0)
+      verdict = "slower than sequential: the call itself is slow";
+    else if (speedup < 0.9 * unbroken)
+      verdict = "partly serialised";
+    else if (speedup < 0.97 * unbroken)
+      verdict = "still overlaps; the calls cost time";
     table.row({name, b.what, fixed(st[1].median_ms, 3), cml::format_noise(st[1]), fixed(speedup, 2),
                o.ok ? fixed(o.copy_kernel, 3) : "-", o.ok ? fixed(o.in_out, 3) : "-",
                name == "none" ? "(reference)" : verdict});
@@ -188,8 +198,10 @@ bool staged(Context& c) {
   c.run.write("timeline_sequential.csv", seq.trace.to_csv());
   c.run.write("timeline_staged.csv", staged.trace.to_csv());
   if (staged.ok)
-    std::printf("trace of the staged run: a copy and a kernel in flight together %.0f%% of the time, "
-                "copies in both directions %.0f%%\n", 100 * staged.copy_kernel, 100 * staged.in_out);
+    std::printf(
+        "trace of the staged run: a copy and a kernel in flight together %.0f%% of the time, "
+        "copies in both directions %.0f%%\n",
+        100 * staged.copy_kernel, 100 * staged.in_out);
   else
     std::printf("(trace unavailable: %s)\n", staged.error.c_str());
   std::printf("speed-up %s of a %.2fx bound (%.2fx once the two copy directions share the link): efficiency %.2f\n",
@@ -208,7 +220,10 @@ bool shmoo(Context& c) {
     p.cycles = cycles;
     const ch02::Row r = ch02::measure_row(p, c.copies, c.plan, c.streams.s, c.run.timing, c.stream);
     ch02::add_row(table, r);
-    if (r.speedup() > best) { best = r.speedup(); best_cycles = cycles; }
+    if (r.speedup() > best) {
+      best = r.speedup();
+      best_cycles = cycles;
+    }
   }
   c.run.emit(table);
   std::printf("peak speed-up %.2fx at cycles %d\n", best, best_cycles);
@@ -231,7 +246,8 @@ bool plan_sweep(Context& c) {
                    cml::format_noise(r.staged), fixed(r.speedup(), 2), fixed(r.efficiency(), 3)});
         if (r.speedup() > best) {
           best = r.speedup();
-          best_text = std::to_string(streams) + " streams, " + std::to_string(chunks) + " chunks, " + order_name(order) + "-first";
+          best_text = std::to_string(streams) + " streams, " + std::to_string(chunks) + " chunks, " +
+                      order_name(order) + "-first";
         }
       }
     }
@@ -278,14 +294,16 @@ bool verify_pipelines(Context& c) {
 
 int run(int argc, char** argv) {
   Settings s;
-  cml::Cli cli = cml::chapter_cli("02",
-                                  "Chapter 02 - overlapping transfers and kernels with streams: sequential copy-in, kernel,\n"
-                                  "copy-out against your staged pipeline, the bounds, and what serialises a pipeline.",
-                                  kModes, s.mode, false);
+  cml::Cli cli =
+      cml::chapter_cli("02",
+                       "Chapter 02 - overlapping transfers and kernels with streams: sequential copy-in, kernel,\n"
+                       "copy-out against your staged pipeline, the bounds, and what serialises a pipeline.",
+                       kModes, s.mode, false);
   std::vector<std::string> breaker_names = {"all"};
   for (const Breaker& b : kBreakers) breaker_names.emplace_back(b.name);
   cli.size("size", s.bytes, 4096, 1ull << 40, "bytes of ints to process (the in and out buffers each)")
-      .integer("cycles", s.cycles, -1, 1 << 20, "adds per element in AddKernel (-1: where the kernel takes as long as a copy)")
+      .integer("cycles", s.cycles, -1, 1 << 20,
+               "adds per element in AddKernel (-1: where the kernel takes as long as a copy)")
       .integer("max-cycles", s.max_cycles, 0, 1 << 20, "the shmoo's last cycles value")
       .integer("step", s.step, 1, 1 << 20, "the shmoo's cycles step")
       .integer("streams", s.streams, 0, 1024, "streams (0: your choose_plan)")
@@ -306,9 +324,11 @@ int run(int argc, char** argv) {
   Context c(s, std::move(opened));
   const std::size_t bytes = s.n() * sizeof(int);
   const ch02::Phases& ph = c.copies;
-  std::printf("%s of ints: copy in %.3f ms (%.1f GB/s), copy out %.3f ms (%.1f GB/s), both at once %.3f ms (%.1f GB/s together)\n",
-              cml::format_bytes(bytes).c_str(), ph.h2d, cml::gbps(bytes, ph.h2d), ph.d2h, cml::gbps(bytes, ph.d2h),
-              ph.both, cml::gbps(2 * bytes, ph.both));
+  std::printf(
+      "%s of ints: copy in %.3f ms (%.1f GB/s), copy out %.3f ms (%.1f GB/s), both at once %.3f ms (%.1f GB/s "
+      "together)\n",
+      cml::format_bytes(bytes).c_str(), ph.h2d, cml::gbps(bytes, ph.h2d), ph.d2h, cml::gbps(bytes, ph.d2h), ph.both,
+      cml::gbps(2 * bytes, ph.both));
   std::printf("one chunk's fixed cost (calls, launch, copy set-ups; a chunk of one int): %.1f us\n",
               1000 * c.measured.chunk_ms);
   std::printf("plan: %d streams, %zu chunks, %s-first%s\n", c.plan.streams, c.plan.chunks, order_name(c.plan.order),

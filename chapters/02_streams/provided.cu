@@ -16,8 +16,7 @@ namespace {
 // out[i]. The adds are inline PTX marked volatile so the compiler cannot fold the loop
 // into one multiply: its run time grows with `cycles`, from a pure copy kernel (0) to an
 // arithmetic-bound one.
-__global__ void AddKernel(int* __restrict__ out, const int* __restrict__ in, std::size_t n,
-                          int add_value, int cycles) {
+__global__ void AddKernel(int* __restrict__ out, const int* __restrict__ in, std::size_t n, int add_value, int cycles) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     int value = in[i];
@@ -32,11 +31,11 @@ int max_blocks() {
 
 }  // namespace
 
-void launch_add(const int* in, int* out, std::size_t count, int cycles, int add_value,
-                cudaStream_t stream) {
+void launch_add(const int* in, int* out, std::size_t count, int cycles, int add_value, cudaStream_t stream) {
   if (count == 0) return;
   const std::size_t needed = (count + 255) / 256;
-  const unsigned blocks = static_cast<unsigned>(needed < static_cast<std::size_t>(max_blocks()) ? needed : max_blocks());
+  const unsigned blocks =
+      static_cast<unsigned>(needed < static_cast<std::size_t>(max_blocks()) ? needed : max_blocks());
   AddKernel<<<blocks, 256, 0, stream>>>(out, in, count, add_value, cycles);
   CUDA_CHECK_LAUNCH();
 }
@@ -50,8 +49,8 @@ void run_sequential(const Problem& p, cudaStream_t stream) {
 int expected(int in, int cycles, int add_value) {
   // Two's-complement wrap-around, as the GPU's add.s32 does; unsigned arithmetic keeps it
   // defined in C++.
-  const std::uint32_t v = static_cast<std::uint32_t>(in) +
-                          static_cast<std::uint32_t>(cycles) * static_cast<std::uint32_t>(add_value);
+  const std::uint32_t v =
+      static_cast<std::uint32_t>(in) + static_cast<std::uint32_t>(cycles) * static_cast<std::uint32_t>(add_value);
   return static_cast<int>(v);
 }
 

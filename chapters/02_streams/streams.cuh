@@ -30,7 +30,7 @@ struct Problem {
   int* device_in = nullptr;      // n ints
   int* device_out = nullptr;     // n ints
   std::size_t n = 0;
-  int cycles = 0;      // arithmetic per element: 0 is a plain copy kernel
+  int cycles = 0;  // arithmetic per element: 0 is a plain copy kernel
   int add_value = 3;
   // Called by run_staged once per chunk, in increasing c, after it has issued chunk c's
   // operations, with the chunk's stream. The program uses it to show what breaks
@@ -49,8 +49,7 @@ enum class IssueOrder {
 // device_in, writing device_out), its copy out (device_out to host_out), issued in
 // `order`, chunks in increasing c. Only enqueues: returns when everything is issued, without waiting for the GPU
 // (no synchronising call of any kind) and without touching the legacy NULL stream.
-void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std::size_t chunks,
-                IssueOrder order);
+void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std::size_t chunks, IssueOrder order);
 
 // ---- Step 3: the plan, from what was measured ------------------------------------------
 struct Plan {
@@ -78,8 +77,7 @@ Plan choose_plan(std::size_t n, const Measured& m);
 // ---- Provided by the chapter (provided.cu) -----------------------------------------------
 
 // AddKernel on [0, count) of in/out, on `stream`, with a grid that fills the GPU.
-void launch_add(const int* in, int* out, std::size_t count, int cycles, int add_value,
-                cudaStream_t stream);
+void launch_add(const int* in, int* out, std::size_t count, int cycles, int add_value, cudaStream_t stream);
 
 // The sequential baseline: one copy in of everything, one kernel, one copy out, on `stream`.
 void run_sequential(const Problem& p, cudaStream_t stream);

@@ -89,10 +89,10 @@ struct Variant {
 };
 
 struct Measured {
-  std::vector<cml::Stats> times;      // one per variant, timed interleaved
-  std::vector<Migration> moved;       // one per variant, when traced
+  std::vector<cml::Stats> times;  // one per variant, timed interleaved
+  std::vector<Migration> moved;   // one per variant, when traced
   bool traced = false;
-  std::string trace_error;            // why not, when !traced
+  std::string trace_error;  // why not, when !traced
 };
 
 // Times the variants interleaved, then runs each once more under one CUPTI recording for

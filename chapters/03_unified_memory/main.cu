@@ -76,9 +76,8 @@ bool run_threads(Context& c) {
     lanes.push_back(std::make_unique<LaneOwner>(last - first, c.table, c.device(), 100 + t));
   }
   CUDA_CHECK(cudaDeviceSynchronize());
-  const double ms = ch03::wall_ms_on_threads(s.threads, c.device(), [&](int t) {
-    ch03::run_lane(lanes[t]->lane, s.rounds, lanes[t]->signal);
-  });
+  const double ms = ch03::wall_ms_on_threads(
+      s.threads, c.device(), [&](int t) { ch03::run_lane(lanes[t]->lane, s.rounds, lanes[t]->signal); });
   CUDA_CHECK(cudaDeviceSynchronize());
 
   bool ok = true;
@@ -105,7 +104,8 @@ bool run_threads(Context& c) {
 
 bool run_strategies(Context& c) {
   const Settings& s = c.s;
-  std::printf("\n== To the GPU: %s first touched on the CPU, then one kernel over it ==\n", format_bytes(s.bytes).c_str());
+  std::printf("\n== To the GPU: %s first touched on the CPU, then one kernel over it ==\n",
+              format_bytes(s.bytes).c_str());
   LaneOwner owner(s.bytes / sizeof(unsigned), c.table, c.device(), 7);
   const ch03::Lane& lane = owner.lane;
   const ch03::PinnedCopy copy(owner);
@@ -121,9 +121,17 @@ bool run_strategies(Context& c) {
   const cml::Work copy_in = [&](cudaStream_t st) { copy.to_gpu(st); };
   const std::vector<ch03::Variant> strategies = {
       {"on demand: the kernel faults pages in", to_cpu, kernel},
-      {"prefetch (yours), then the kernel", to_cpu, [&](cudaStream_t st) { prefetch(st); kernel(st); }},
-      {"cudaMemcpyAsync from pinned, then the kernel", {},
-       [&](cudaStream_t st) { copy_in(st); ch03::launch_gpu_step(device_lane, 0); }},
+      {"prefetch (yours), then the kernel", to_cpu,
+       [&](cudaStream_t st) {
+         prefetch(st);
+         kernel(st);
+       }},
+      {"cudaMemcpyAsync from pinned, then the kernel",
+       {},
+       [&](cudaStream_t st) {
+         copy_in(st);
+         ch03::launch_gpu_step(device_lane, 0);
+       }},
       {"the kernel alone, data already on the GPU", on_gpu, kernel},
       {"prefetch (yours) alone", to_cpu, prefetch},
       {"cudaMemcpyAsync from pinned alone", {}, copy_in},
@@ -133,9 +141,10 @@ bool run_strategies(Context& c) {
   if (m.traced && m.moved[1].htod < s.bytes / 2)
     std::printf("note: CUPTI reported fewer migrated bytes than the buffer holds (see docs/03_unified_memory.md)\n");
   const std::size_t alone = strategies.size() - 2;  // the last two: each way to the GPU alone
-  std::printf("(GB/s counts the buffer's bytes over the whole time, kernel included)\n"
-              "to the GPU alone: prefetch reaches %s of an explicit copy from pinned memory\n",
-              cml::ratio_text(m.times[alone + 1], m.times[alone]).c_str());
+  std::printf(
+      "(GB/s counts the buffer's bytes over the whole time, kernel included)\n"
+      "to the GPU alone: prefetch reaches %s of an explicit copy from pinned memory\n",
+      cml::ratio_text(m.times[alone + 1], m.times[alone]).c_str());
   return true;
 }
 
@@ -162,7 +171,8 @@ bool run_way_back(Context& c) {
     for (std::size_t i = 0; i < kPieces; ++i) {
       const std::size_t off = std::min(s.bytes, i * piece), len = std::min(piece, s.bytes - off);
       if (len > 0)
-        CUDA_CHECK(cudaMemPrefetchAsync(reinterpret_cast<char*>(lane.data) + off, len, ch03::host_location(), 0, pieces[i]));
+        CUDA_CHECK(
+            cudaMemPrefetchAsync(reinterpret_cast<char*>(lane.data) + off, len, ch03::host_location(), 0, pieces[i]));
     }
   };
   const std::string k = std::to_string(kPieces);
@@ -171,14 +181,17 @@ bool run_way_back(Context& c) {
       {"host touches each page (on demand)", on_gpu, touch},
       {"prefetch in " + k + " pieces on " + k + " streams", on_gpu, in_pieces},
       {"cudaMemcpyAsync managed -> pinned", on_gpu,
-       [&](cudaStream_t st) { CUDA_CHECK(cudaMemcpyAsync(copy.pinned.data(), lane.data, s.bytes, cudaMemcpyDefault, st)); }},
-      {"cudaMemcpyAsync device -> pinned", {},
+       [&](cudaStream_t st) {
+         CUDA_CHECK(cudaMemcpyAsync(copy.pinned.data(), lane.data, s.bytes, cudaMemcpyDefault, st));
+       }},
+      {"cudaMemcpyAsync device -> pinned",
+       {},
        [&](cudaStream_t st) {
          CUDA_CHECK(cudaMemcpyAsync(copy.pinned.data(), copy.device.data(), s.bytes, cudaMemcpyDeviceToHost, st));
        }},
   };
   c.run.emit(ch03::migration_table("way_back", ways, ch03::measure(ways, lane.stream, c.run.timing, cml::Clock::Host),
-                             s.bytes, false));
+                                   s.bytes, false));
   // The data must have survived the trips.
   on_gpu(lane.stream);
   ch03::prefetch_to_cpu(lane);
@@ -211,7 +224,7 @@ bool run_streams(Context& c) {
     const double ms = ch03::wall_ms_on_threads(s.threads, c.device(), [&](int th) {
       ch03::Lane lane = lanes[th]->lane;
       lane.stream = d.stream;
-      lane.n = 2048;  // 8 blocks: small enough that several such kernels fit on the GPU at once
+      lane.n = 2048;              // 8 blocks: small enough that several such kernels fit on the GPU at once
       ch03::Progress wait_first;  // the kernel waits delay_ms before it writes
       wait_first.fixed_delay_ms = delay_ms;
       lane.progress = &wait_first;
@@ -219,7 +232,8 @@ bool run_streams(Context& c) {
       CUDA_CHECK(cudaStreamSynchronize(d.stream));
     });
     t.row({std::string(d.name) + ": each thread one 5 ms kernel", fixed(ms, 2), cml::format_noise(cml::summarize({ms})),
-           ms > 1.5 * s.threads * delay_ms / 2 ? "the threads' kernels took turns" : "the threads' kernels ran together"});
+           ms > 1.5 * s.threads * delay_ms / 2 ? "the threads' kernels took turns"
+                                               : "the threads' kernels ran together"});
   }
 
   // The same rounds (kernel on the thread's stream, wait, host step) with every buffer
@@ -230,7 +244,8 @@ bool run_streams(Context& c) {
     unsigned flags;
     std::vector<double> ms;
   };
-  Attach attaches[] = {{"cudaMemAttachGlobal", cudaMemAttachGlobal, {}}, {"cudaMemAttachSingle", cudaMemAttachSingle, {}}};
+  Attach attaches[] = {{"cudaMemAttachGlobal", cudaMemAttachGlobal, {}},
+                       {"cudaMemAttachSingle", cudaMemAttachSingle, {}}};
   for (int rep = 0; rep < 3; ++rep)
     for (Attach& a : attaches) {
       for (auto& l : lanes) CUDA_CHECK(cudaStreamAttachMemAsync(l->lane.stream, l->lane.data, 0, a.flags));
@@ -263,16 +278,19 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"back", "the way back to the CPU, and what helps", run_way_back},
     {"streams", "the per-thread default stream; what attach changes", run_streams},
     // Not in "all": it shows rules, measures nothing for the figures, and runs a deliberate race.
-    {"sync-rules", "which calls count as synchronisation for managed memory, and what the host may touch while a "
-                   "kernel runs, checked", run_sync_rules, false},
+    {"sync-rules",
+     "which calls count as synchronisation for managed memory, and what the host may touch while a "
+     "kernel runs, checked",
+     run_sync_rules, false},
 };
 
 int run(int argc, char** argv) {
   Settings s;
-  cml::Cli cli = cml::chapter_cli("03",
-                                  "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
-                                  "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.",
-                                  kModes, s.mode);
+  cml::Cli cli =
+      cml::chapter_cli("03",
+                       "Chapter 03 - unified memory with streams: synchronisation, attaching buffers to streams,\n"
+                       "host callbacks, prefetch and advice; on-demand vs prefetched vs explicit copies.",
+                       kModes, s.mode);
   cli.size("size", s.bytes, 4096, 1ull << 40, "managed bytes in all (never more than the GPU has free)")
       .integer("threads", s.threads, 1, 64, "host threads, each with its own stream and buffer")
       .integer("rounds", s.rounds, 1, 1000, "kernel -> host rounds per thread")

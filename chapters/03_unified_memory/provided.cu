@@ -75,9 +75,8 @@ void launch(const Lane& lane, int round) {
   }
   const std::size_t needed = (lane.n + 255) / 256;
   const unsigned blocks = static_cast<unsigned>(needed < cap ? needed : cap);
-  gpu_step<<<blocks == 0 ? 1 : blocks, 256, 0, lane.stream>>>(lane.data, lane.n, lane.table, lane.table_n,
-                                                               static_cast<unsigned>(round), delay_ns,
-                                                               finished, blocks_done);
+  gpu_step<<<blocks == 0 ? 1 : blocks, 256, 0, lane.stream>>>(
+      lane.data, lane.n, lane.table, lane.table_n, static_cast<unsigned>(round), delay_ns, finished, blocks_done);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -96,11 +95,12 @@ void RoundSignal::wait_for(int round, double timeout_s) {
   std::unique_lock<std::mutex> lock(mu_);
   const bool signalled = cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return done_ > round; });
   if (!signalled)
-    throw cml::CheckFailed("round " + std::to_string(round) + " was never signalled (waited " +
-                           std::to_string(timeout_s) + " s; the signal counted " + std::to_string(done_) +
-                           " round(s)): wait_for(r) returns once round r's host function has run — enqueue "
-                           "RoundSignal::on_gpu_done with cudaLaunchHostFunc on the lane's stream, once per round, "
-                           "after the round's GPU work and before waiting for that round; rounds count from 0 (step 3)");
+    throw cml::CheckFailed(
+        "round " + std::to_string(round) + " was never signalled (waited " + std::to_string(timeout_s) +
+        " s; the signal counted " + std::to_string(done_) +
+        " round(s)): wait_for(r) returns once round r's host function has run — enqueue "
+        "RoundSignal::on_gpu_done with cudaLaunchHostFunc on the lane's stream, once per round, "
+        "after the round's GPU work and before waiting for that round; rounds count from 0 (step 3)");
 }
 
 int RoundSignal::done() const {

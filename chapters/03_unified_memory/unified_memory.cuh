@@ -36,24 +36,24 @@ struct Progress {
   volatile unsigned* finished_round = nullptr;  // rounds whose kernel finished (the GPU writes it; may be null)
   unsigned* blocks_done = nullptr;              // device memory: the kernel's own count of blocks
   std::mutex mu;
-  std::vector<int> host_steps;                  // the rounds of host_step's calls, in call order
-  std::vector<int> early_steps;                 // host steps that began before their kernel finished
-  int launches = 0;                             // launch_gpu_step calls
-  double delays_ms = 0;                         // the GPU's waits of all launches, summed
-  double max_delay_ms = 0;                      // > 0: each kernel first waits 0.25 to 1 x this, at random
-  double fixed_delay_ms = 0;                    // > 0: each kernel first waits this long
+  std::vector<int> host_steps;   // the rounds of host_step's calls, in call order
+  std::vector<int> early_steps;  // host steps that began before their kernel finished
+  int launches = 0;              // launch_gpu_step calls
+  double delays_ms = 0;          // the GPU's waits of all launches, summed
+  double max_delay_ms = 0;       // > 0: each kernel first waits 0.25 to 1 x this, at random
+  double fixed_delay_ms = 0;     // > 0: each kernel first waits this long
 };
 
 // One host thread's share of the work: its own stream and its own managed buffer, plus a
 // lookup table (managed, shared by every lane) that kernels and the host only read.
 struct Lane {
-  unsigned* data = nullptr;   // n words, from cudaMallocManaged (cudaMemAttachGlobal)
+  unsigned* data = nullptr;  // n words, from cudaMallocManaged (cudaMemAttachGlobal)
   std::size_t n = 0;
   const unsigned* table = nullptr;  // table_n words, from cudaMallocManaged, shared by every lane
   std::size_t table_n = 0;
-  cudaStream_t stream = nullptr;    // this lane's own (non-blocking) stream
+  cudaStream_t stream = nullptr;  // this lane's own (non-blocking) stream
   int device = 0;
-  Progress* progress = nullptr;     // the chapter's bookkeeping; not the learner's business
+  Progress* progress = nullptr;  // the chapter's bookkeeping; not the learner's business
 };
 
 // ---- Provided by the chapter (provided.cu) --------------------------------------------------

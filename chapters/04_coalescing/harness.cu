@@ -23,8 +23,10 @@ double Pattern::model_sectors_per_request() const {
 double Pattern::model_efficiency() const { return cml::efficiency(0, 64, stride(), offset(), elem_bytes); }
 
 void Pattern::launch(const void* in, void* out, std::size_t n, cudaStream_t stream) const {
-  if (kind == Offset) launch_offset_copy(in, out, n, k, elem_bytes, stream);
-  else launch_stride_copy(in, out, n, k, elem_bytes, stream);
+  if (kind == Offset)
+    launch_offset_copy(in, out, n, k, elem_bytes, stream);
+  else
+    launch_stride_copy(in, out, n, k, elem_bytes, stream);
 }
 
 std::vector<Pattern> offset_sweep() {
@@ -105,8 +107,8 @@ Particles::Particles(std::size_t n) : host(n), aos(n) {
 cml::VerifyResult Particles::verify_axis(int axis, float dt) const {
   const std::size_t n = host.size();
   std::vector<float> got(n), want(n);
-  CUDA_CHECK(cudaMemcpy(got.data(), fields[static_cast<std::size_t>(axis)].data(), n * sizeof(float),
-                        cudaMemcpyDeviceToHost));
+  CUDA_CHECK(
+      cudaMemcpy(got.data(), fields[static_cast<std::size_t>(axis)].data(), n * sizeof(float), cudaMemcpyDeviceToHost));
   for (std::size_t i = 0; i < n; ++i) {
     Particle p = host[i];
     want[i] = position(p, axis) + velocity(p, axis) * dt;

@@ -65,8 +65,10 @@ struct Context {
     if (ceiling_gbps) return *ceiling_gbps;
     const cml::Stats st = time(arrays.memcpy_work(arrays.in.size()));
     const double gbps = cml::gbps(2 * s.bytes, st.median_ms), peak = run.facts.dram_peak_gbps();
-    std::printf("cudaMemcpy device to device: %.0f GB/s (read + write, noise %s) = %.3f of the %.0f GB/s peak from "
-                "the device's attributes\n", gbps, cml::format_noise(st).c_str(), gbps / peak, peak);
+    std::printf(
+        "cudaMemcpy device to device: %.0f GB/s (read + write, noise %s) = %.3f of the %.0f GB/s peak from "
+        "the device's attributes\n",
+        gbps, cml::format_noise(st).c_str(), gbps / peak, peak);
     cml::Table c("ceiling", {"cudaMemcpy GB/s", "noise", "peak GB/s"});
     c.row({fixed(gbps, 1), cml::format_noise(st), fixed(peak, 1)});
     run.write("ceiling.csv", c.csv_text());
@@ -97,7 +99,8 @@ bool run_copies(Context& c) {
       {"copy_vectorized (yours)", [&](cudaStream_t st) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, st); }},
   };
   for (const auto& [name, work] : copies) {
-    ok &= run_and_check(c, work, [&] { return a.verify_copy(Pattern{}, n); }, name);
+    ok &= run_and_check(
+        c, work, [&] { return a.verify_copy(Pattern{}, n); }, name);
     const cml::Stats st = c.time(work);
     const double gbps = cml::gbps(2 * c.s.bytes, st.median_ms);
     t.row({name, fixed(st.median_ms, 3), cml::format_noise(st), fixed(gbps, 0), fixed(gbps / memcpy_gbps, 3),
@@ -127,7 +130,8 @@ bool run_vector(Context& c) {
       w(st);
       CUDA_CHECK_LAUNCH();
     };
-    ok &= run_and_check(c, checked, [&] { return a.verify_copy(Pattern{}, n); }, name, false);
+    ok &= run_and_check(
+        c, checked, [&] { return a.verify_copy(Pattern{}, n); }, name, false);
     works.push_back(checked);
   }
   const std::vector<cml::Stats> st = cml::time_interleaved(works, c.stream, c.run.timing);
@@ -143,14 +147,16 @@ bool run_vector(Context& c) {
 bool run_sweep(Context& c, const char* name, const std::vector<Pattern>& sweep) {
   const double memcpy_gbps = c.memcpy_gbps();
   std::printf("\n== Copy of floats over %s, %ss %zu..%zu%s ==\n", cml::format_bytes(c.s.bytes).c_str(), name,
-              sweep.front().k, sweep.back().k, sweep.front().kind == Pattern::Stride ? " (output = input / stride)" : "");
+              sweep.front().k, sweep.back().k,
+              sweep.front().kind == Pattern::Stride ? " (output = input / stride)" : "");
   bool ok = true;
   cml::Table t(name, {name, "ms", "noise", "GB/s", "of cudaMemcpy", "model sectors/request", "model efficiency"});
   for (const Pattern& p : sweep) {
     const std::size_t n = ch04::sweep_n(p, c.s.bytes);
     const cml::Work w = [&](cudaStream_t st) { p.launch(c.arrays.in.data(), c.arrays.out.data(), n, st); };
     if (p.k <= 2 || p.k + 1 >= ch04::kSweepMax)  // the first few and the last two checked in full
-      ok &= run_and_check(c, w, [&] { return c.arrays.verify_copy(p, n); }, p.name());
+      ok &= run_and_check(
+          c, w, [&] { return c.arrays.verify_copy(p, n); }, p.name());
     const cml::Stats st = c.time(w);
     // Effective bandwidth counts the bytes the program wanted: n read and n written.
     const double gbps = cml::gbps(2 * n * p.elem_bytes, st.median_ms);
@@ -172,7 +178,8 @@ bool run_sizes(Context& c) {
     Pattern::Kind kind;
     std::size_t k;
   };
-  const Case cases[] = {{"aligned", Pattern::Offset, 0}, {"offset 1", Pattern::Offset, 1}, {"stride 2", Pattern::Stride, 2}};
+  const Case cases[] = {
+      {"aligned", Pattern::Offset, 0}, {"offset 1", Pattern::Offset, 1}, {"stride 2", Pattern::Stride, 2}};
   bool ok = true;
   cml::Table t("sizes", {"element bytes", "pattern", "GB/s", "noise", "of cudaMemcpy", "model sectors/request",
                          "model efficiency"});
@@ -181,7 +188,8 @@ bool run_sizes(Context& c) {
     for (const Case& cs : cases) {
       const Pattern p{cs.kind, cs.k, elem};
       const cml::Work w = [&](cudaStream_t st) { p.launch(c.arrays.in.data(), c.arrays.out.data(), n, st); };
-      ok &= run_and_check(c, w, [&] { return c.arrays.verify_copy(p, n); }, p.name(), false);
+      ok &= run_and_check(
+          c, w, [&] { return c.arrays.verify_copy(p, n); }, p.name(), false);
       const cml::Stats st = c.time(w);
       const double gbps = cml::gbps(2 * n * elem, st.median_ms);
       t.row({std::to_string(elem), cs.label, fixed(gbps, 0), cml::format_noise(st), fixed(gbps / memcpy_gbps, 3),
@@ -221,7 +229,8 @@ bool run_particles(Context& c) {
 // Each sweep kernel launched once, in order (offsets, then strides): what --dram profiles.
 bool run_profile_target(Context& c) {
   for (const auto& sweep : {ch04::offset_sweep(), ch04::stride_sweep()})
-    for (const Pattern& p : sweep) p.launch(c.arrays.in.data(), c.arrays.out.data(), ch04::sweep_n(p, c.s.bytes), c.stream);
+    for (const Pattern& p : sweep)
+      p.launch(c.arrays.in.data(), c.arrays.out.data(), ch04::sweep_n(p, c.s.bytes), c.stream);
   CUDA_CHECK(cudaStreamSynchronize(c.stream));
   return true;
 }
@@ -255,8 +264,10 @@ const std::vector<cml::Mode<Context>> kModes = {
     {"sizes", "element sizes 4, 8, 16 bytes", run_sizes},
     {"particles", "records against arrays", run_particles},
     {"vector", "16-byte copies: grid shape, loads in flight, cache hints (not in all)", run_vector, false},
-    {"permuted", "lanes reading their warp's segment out of order, and other warps' segments; ncu's sectors "
-                 "(not in all)", run_permuted, false},
+    {"permuted",
+     "lanes reading their warp's segment out of order, and other warps' segments; ncu's sectors "
+     "(not in all)",
+     run_permuted, false},
     {"l2-persist", "a table kept in L2 by an access policy window while a stream passes; ncu's hit rate (not in all)",
      run_l2_persist, false},
     {kProfileTarget, "each sweep kernel once, for ncu", run_profile_target, false},
@@ -266,10 +277,11 @@ const std::vector<cml::Mode<Context>> kModes = {
 
 int run(int argc, char** argv) {
   Settings s;
-  cml::Cli cli = cml::chapter_cli("04",
-                                  "Chapter 04 - global memory coalescing: your copies against cudaMemcpy, offset and stride\n"
-                                  "sweeps beside the sector model, element sizes, records against arrays.",
-                                  kModes, s.mode);
+  cml::Cli cli =
+      cml::chapter_cli("04",
+                       "Chapter 04 - global memory coalescing: your copies against cudaMemcpy, offset and stride\n"
+                       "sweeps beside the sector model, element sizes, records against arrays.",
+                       kModes, s.mode);
   cli.size("size", s.bytes, 1 << 20, 1ull << 40, "working set per buffer (far above L2, so DRAM is measured)")
       .flag("dram", s.dram, "also read the sweeps' L2 and DRAM counters with Nsight Compute (ncu)")
       .size("table", s.table_bytes, 0, 1ull << 30,
@@ -280,23 +292,28 @@ int run(int argc, char** argv) {
     throw cml::UsageError("--table=" + cml::format_bytes(s.table_bytes) + ": the table needs at least 64 KiB (or 0)");
 
   const bool under_ncu = s.mode == kProfileTarget || s.mode == kPermutedTarget || s.mode == kPersistTarget;
-  const cml::Run run = cml::open_run(cli, [&](const cml::DeviceFacts& facts) {
-    // Two buffers of s.bytes, then the particles as records and as arrays: 3.5 x s.bytes;
-    // and --table's table where one is asked for (the default is a part of L2: small).
-    const auto needed = [&](std::uint64_t bytes) { return bytes / 2 * 7 + s.table_bytes; };
-    if (!cli.given("size")) {
-      // The default working set shrinks on a GPU with less free memory, down to 16 MiB; a
-      // size asked for does not (it fits, or the command line was wrong: exit 2).
-      while (needed(s.bytes) + cml::kDeviceHeadroom > facts.free_bytes && s.bytes > (16ull << 20)) s.bytes /= 2;
-      if (needed(s.bytes) + cml::kDeviceHeadroom > facts.free_bytes)
-        throw cml::Skip(facts.name + " has " + cml::format_bytes(facts.free_bytes) + " of device memory free; chapter "
-                        "04 needs " + cml::format_bytes(needed(s.bytes) + cml::kDeviceHeadroom) +
-                        " at least (is another process using the GPU?)");
-    }
-    return cml::Footprint{needed(s.bytes), s.table_bytes == 0
-                                               ? "--size (two buffers, the particles as records and as arrays)"
-                                               : "--size and --table (two buffers, the particles, the table)"};
-  }, under_ncu);
+  const cml::Run run = cml::open_run(
+      cli,
+      [&](const cml::DeviceFacts& facts) {
+        // Two buffers of s.bytes, then the particles as records and as arrays: 3.5 x s.bytes;
+        // and --table's table where one is asked for (the default is a part of L2: small).
+        const auto needed = [&](std::uint64_t bytes) { return bytes / 2 * 7 + s.table_bytes; };
+        if (!cli.given("size")) {
+          // The default working set shrinks on a GPU with less free memory, down to 16 MiB; a
+          // size asked for does not (it fits, or the command line was wrong: exit 2).
+          while (needed(s.bytes) + cml::kDeviceHeadroom > facts.free_bytes && s.bytes > (16ull << 20)) s.bytes /= 2;
+          if (needed(s.bytes) + cml::kDeviceHeadroom > facts.free_bytes)
+            throw cml::Skip(facts.name + " has " + cml::format_bytes(facts.free_bytes) +
+                            " of device memory free; chapter "
+                            "04 needs " +
+                            cml::format_bytes(needed(s.bytes) + cml::kDeviceHeadroom) +
+                            " at least (is another process using the GPU?)");
+        }
+        return cml::Footprint{needed(s.bytes), s.table_bytes == 0
+                                                   ? "--size (two buffers, the particles as records and as arrays)"
+                                                   : "--size and --table (two buffers, the particles, the table)"};
+      },
+      under_ncu);
   if (s.bytes < 4 * run.facts.l2_bytes && !under_ncu)
     std::printf("note: %s is less than 4x the %s L2: the figures measure L2 more than DRAM\n",
                 cml::format_bytes(s.bytes).c_str(), cml::format_bytes(run.facts.l2_bytes).c_str());

@@ -25,9 +25,9 @@ using Shape = cml::MatrixShape;
 // multiple of the tile: edge tiles are partial), and thin.
 inline const std::vector<Shape>& checked_shapes() {
   static const std::vector<Shape> shapes = {
-      {1024, 1024, "square"},          {512, 2048, "wide"},          {2048, 512, "tall"},
-      {1000, 1000, "square, ragged"},  {333, 1037, "wide, ragged"},  {1037, 333, "tall, ragged"},
-      {1, 77, "one row"},              {77, 1, "one column"},        {31, 33, "smaller than a tile"},
+      {1024, 1024, "square"},          {512, 2048, "wide"},         {2048, 512, "tall"}, {1000, 1000, "square, ragged"},
+      {333, 1037, "wide, ragged"},     {1037, 333, "tall, ragged"}, {1, 77, "one row"},  {77, 1, "one column"},
+      {31, 33, "smaller than a tile"},
   };
   return shapes;
 }
@@ -35,9 +35,9 @@ inline const std::vector<Shape>& checked_shapes() {
 // Step 4 takes rows and cols that are multiples of 4 only.
 inline const std::vector<Shape>& checked_shapes_wide() {
   static const std::vector<Shape> shapes = {
-      {1024, 1024, "square"},          {512, 2048, "wide"},          {2048, 512, "tall"},
-      {1000, 1000, "square, ragged"},  {332, 1036, "wide, ragged"},  {1036, 332, "tall, ragged"},
-      {4, 76, "four rows"},            {76, 4, "four columns"},      {36, 28, "smaller than a tile"},
+      {1024, 1024, "square"},         {512, 2048, "wide"},         {2048, 512, "tall"},
+      {1000, 1000, "square, ragged"}, {332, 1036, "wide, ragged"}, {1036, 332, "tall, ragged"},
+      {4, 76, "four rows"},           {76, 4, "four columns"},     {36, 28, "smaller than a tile"},
   };
   return shapes;
 }
@@ -64,12 +64,12 @@ inline cml::VerifyResult check_transpose(const std::vector<float>& out, int rows
 // ---- The access-width experiments --------------------------------------------------------
 
 struct Experiment {
-  const char* name;   // also the row's label in tables and test messages
+  const char* name;  // also the row's label in tables and test messages
   bool store;
-  unsigned width;     // bytes per lane
+  unsigned width;  // bytes per lane
   std::uint32_t active;
   std::array<unsigned, 32> element;  // lane l touches element element[l] of width-byte elements
-  const char* shows;  // the rule it exercises
+  const char* shows;                 // the rule it exercises
   cml::SharedAccess access() const {
     cml::SharedAccess a;
     a.width = width;
@@ -240,9 +240,12 @@ inline TileModel wide_transpose_model(int rows, int cols, bool swizzle = true) {
 
 inline const std::vector<std::string>& shared_metrics() {
   static const std::vector<std::string> m = {
-      "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-      "smsp__sass_inst_executed_op_shared_ld.sum",           "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "smsp__sass_inst_executed_op_shared_st.sum",
+      "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+      "smsp__sass_inst_executed_op_shared_ld.sum",
+      "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+      "smsp__sass_inst_executed_op_shared_st.sum",
       "launch__shared_mem_per_block_static",
   };
   return m;
@@ -264,9 +267,7 @@ inline bool within_stray(double measured, double modelled, double instructions) 
 enum MetricIndex { kLdWavefronts, kLdConflicts, kLdInst, kStWavefronts, kStConflicts, kStInst, kStaticShared };
 
 // The kernels a profile run names, as a regular expression for ncu's --kernel-name.
-inline const char* profiled_kernels() {
-  return "shared_load_experiment|shared_store_experiment|transpose_|copy_tiles";
-}
+inline const char* profiled_kernels() { return "shared_load_experiment|shared_store_experiment|transpose_|copy_tiles"; }
 
 // The shape the profile runs transpose: ragged on both sides, so edge tiles count too.
 inline constexpr Shape kProfileShape{1000, 1064, "profile"};

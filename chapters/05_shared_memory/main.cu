@@ -45,7 +45,7 @@ struct Context {
 struct Kernel {
   const char* name;
   TransposeFn fn;
-  bool wide;        // rows and cols must be multiples of 4
+  bool wide;                                                               // rows and cols must be multiples of 4
   enum Model { kNone, kTileModel, kSwizzledTileModel, kWideModel } model;  // its row under the bank model
 };
 const std::vector<Kernel>& kernels() {
@@ -222,11 +222,12 @@ bool profile(Context& c) {
     }
   }
   c.run.emit(t);
-  std::printf("(transposes on %d x %d; steps 1-3's model assumes shared_memory.cuh's mapping of threads to the tile, "
-              "with the tile's side and pitch read from its static shared memory; step 4's is the solution's "
-              "float4 layout. "
-              "%zu row(s) where model and ncu differ: a rule of cml/banks.hpp to revisit)\n",
-              shape.rows, shape.cols, differ);
+  std::printf(
+      "(transposes on %d x %d; steps 1-3's model assumes shared_memory.cuh's mapping of threads to the tile, "
+      "with the tile's side and pitch read from its static shared memory; step 4's is the solution's "
+      "float4 layout. "
+      "%zu row(s) where model and ncu differ: a rule of cml/banks.hpp to revisit)\n",
+      shape.rows, shape.cols, differ);
   return true;
 }
 
@@ -243,10 +244,11 @@ const std::vector<cml::Mode<Context>>& modes() {
 
 int run(int argc, char** argv) {
   Settings s;
-  cml::Cli cli = cml::chapter_cli("05",
-                                  "Chapter 05 - shared memory: tiled transposes (conflicting, padded, swizzled, 16-byte) against a\n"
-                                  "copy, and the bank model's wavefronts for 32/64/128-bit accesses, checked with Nsight Compute.",
-                                  modes(), s.mode);
+  cml::Cli cli = cml::chapter_cli(
+      "05",
+      "Chapter 05 - shared memory: tiled transposes (conflicting, padded, swizzled, 16-byte) against a\n"
+      "copy, and the bank model's wavefronts for 32/64/128-bit accesses, checked with Nsight Compute.",
+      modes(), s.mode);
   cli.integer("rows", s.rows, 1, 1 << 20, "rows of the timed matrix")
       .integer("cols", s.cols, 1, 1 << 20, "columns of the timed matrix")
       .flag("eight-byte-banks", s.eight_byte_banks, "profile-target: ask for 8-byte banks first (deprecated)");

@@ -43,13 +43,24 @@ __global__ void transpose_naive_kernel(const float* __restrict__ in, float* __re
 __device__ float sum(float v) { return v; }
 __device__ float sum(float2 v) { return v.x + v.y; }
 __device__ float sum(float4 v) { return v.x + v.y + v.z + v.w; }
-template <typename V> __device__ V make(float x);
-template <> __device__ float make<float>(float x) { return x; }
-template <> __device__ float2 make<float2>(float x) { return make_float2(x, x + 1); }
-template <> __device__ float4 make<float4>(float x) { return make_float4(x, x + 1, x + 2, x + 3); }
+template <typename V>
+__device__ V make(float x);
+template <>
+__device__ float make<float>(float x) {
+  return x;
+}
+template <>
+__device__ float2 make<float2>(float x) {
+  return make_float2(x, x + 1);
+}
+template <>
+__device__ float4 make<float4>(float x) {
+  return make_float4(x, x + 1, x + 2, x + 3);
+}
 
 template <typename V>
-__global__ void shared_load_experiment(const unsigned* __restrict__ element, unsigned active, float* __restrict__ sink) {
+__global__ void shared_load_experiment(const unsigned* __restrict__ element, unsigned active,
+                                       float* __restrict__ sink) {
   __shared__ V smem[kExperimentBytes / sizeof(V)];
   float* words = reinterpret_cast<float*>(smem);
   const unsigned lane = threadIdx.x;
@@ -60,7 +71,8 @@ __global__ void shared_load_experiment(const unsigned* __restrict__ element, uns
 }
 
 template <typename V>
-__global__ void shared_store_experiment(const unsigned* __restrict__ element, unsigned active, float* __restrict__ sink) {
+__global__ void shared_store_experiment(const unsigned* __restrict__ element, unsigned active,
+                                        float* __restrict__ sink) {
   __shared__ V smem[kExperimentBytes / sizeof(V)];
   const float* words = reinterpret_cast<const float*>(smem);
   const unsigned lane = threadIdx.x;
@@ -75,8 +87,10 @@ __global__ void shared_store_experiment(const unsigned* __restrict__ element, un
 
 template <typename V>
 void launch_experiment(bool store, const unsigned* element, unsigned active, float* sink, cudaStream_t stream) {
-  if (store) shared_store_experiment<V><<<1, 32, 0, stream>>>(element, active, sink);
-  else shared_load_experiment<V><<<1, 32, 0, stream>>>(element, active, sink);
+  if (store)
+    shared_store_experiment<V><<<1, 32, 0, stream>>>(element, active, sink);
+  else
+    shared_load_experiment<V><<<1, 32, 0, stream>>>(element, active, sink);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -104,7 +118,8 @@ void run_experiment(bool store, unsigned width, const unsigned* element, unsigne
     case 4: return launch_experiment<float>(store, element, active, sink, stream);
     case 8: return launch_experiment<float2>(store, element, active, sink, stream);
     case 16: return launch_experiment<float4>(store, element, active, sink, stream);
-    default: throw std::invalid_argument("run_experiment: width must be 4, 8 or 16 bytes, not " + std::to_string(width));
+    default:
+      throw std::invalid_argument("run_experiment: width must be 4, 8 or 16 bytes, not " + std::to_string(width));
   }
 }
 
@@ -124,7 +139,7 @@ void run_experiment(bool store, unsigned width, const unsigned* element, unsigne
 
 namespace {
 
-constexpr int kSectorFloats = 8;                   // 32 bytes
+constexpr int kSectorFloats = 8;                    // 32 bytes
 constexpr int kStagedRows = kTile + kSectorFloats;  // the block's rows of `in` and the 8 before them
 
 // The block's tile: rows row0 - 8 .. row0 + 31 of `in` (the 8 before row0 only when rows is
@@ -177,9 +192,8 @@ __device__ __forceinline__ void move_aligned_tile(const float* __restrict__ in, 
 
 // 32 x 8 threads; blocks numbered down the columns of tiles (block b: tile row b % tile_rows),
 // so that the blocks writing the two ends of a row of `out` next to each other run together.
-__global__ void __launch_bounds__(kTile * kBlockRows) transpose_aligned_kernel(const float* __restrict__ in,
-                                                                              float* __restrict__ out, int rows,
-                                                                              int cols) {
+__global__ void __launch_bounds__(kTile* kBlockRows)
+    transpose_aligned_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   __shared__ float tile[kStagedRows][kTile + 1];  // the pad of step 2: column reads conflict-free
   const int tile_rows = (rows + kTile - 1) / kTile;
   const int row0 = static_cast<int>(blockIdx.x % tile_rows) * kTile;
@@ -187,17 +201,22 @@ __global__ void __launch_bounds__(kTile * kBlockRows) transpose_aligned_kernel(c
   // Rows of a multiple of 8 floats start on sector boundaries: no lead rows, s = 0.
   const bool lead = rows % kSectorFloats != 0;
   const bool whole = row0 >= kSectorFloats && row0 + kTile < rows && col0 + kTile <= cols;
-  if (whole && lead) move_aligned_tile<true, true>(in, out, rows, cols, row0, col0, tile);
-  else if (whole) move_aligned_tile<true, false>(in, out, rows, cols, row0, col0, tile);
-  else if (lead) move_aligned_tile<false, true>(in, out, rows, cols, row0, col0, tile);
-  else move_aligned_tile<false, false>(in, out, rows, cols, row0, col0, tile);
+  if (whole && lead)
+    move_aligned_tile<true, true>(in, out, rows, cols, row0, col0, tile);
+  else if (whole)
+    move_aligned_tile<true, false>(in, out, rows, cols, row0, col0, tile);
+  else if (lead)
+    move_aligned_tile<false, true>(in, out, rows, cols, row0, col0, tile);
+  else
+    move_aligned_tile<false, false>(in, out, rows, cols, row0, col0, tile);
 }
 
 }  // namespace
 
 void transpose_aligned(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
-  const unsigned tiles = static_cast<unsigned>((rows + kTile - 1) / kTile) * static_cast<unsigned>((cols + kTile - 1) / kTile);
+  const unsigned tiles =
+      static_cast<unsigned>((rows + kTile - 1) / kTile) * static_cast<unsigned>((cols + kTile - 1) / kTile);
   transpose_aligned_kernel<<<tiles, dim3(kTile, kBlockRows), 0, stream>>>(in, out, rows, cols);
   CUDA_CHECK_LAUNCH();
 }

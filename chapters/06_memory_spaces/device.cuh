@@ -79,7 +79,8 @@ __device__ __forceinline__ void mix_one_value(const float* in, const float* m, f
   if (p >= n) return;
   float acc = 0.f;
 #pragma unroll
-  for (int c = 0; c < kChannels; ++c) acc += load(&m[r * kChannels + c]) * load(&in[c * static_cast<std::size_t>(n) + p]);
+  for (int c = 0; c < kChannels; ++c)
+    acc += load(&m[r * kChannels + c]) * load(&in[c * static_cast<std::size_t>(n) + p]);
   out[r * static_cast<std::size_t>(n) + p] = acc;
 }
 

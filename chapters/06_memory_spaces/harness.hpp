@@ -26,8 +26,9 @@ using Shape = cml::MatrixShape;
 // Rows not a multiple of the segment, columns not a multiple of the block or of 32, fewer
 // rows than taps, one column.
 inline const std::vector<Shape>& fir_shapes() {
-  static const std::vector<Shape> s = {{1024, 1024, "round"},        {1000, 1037, "ragged"}, {333, 129, "ragged, small"},
-                                       {17, 300, "fewer rows than taps"}, {200, 1, "one column"}, {1, 77, "one row"}};
+  static const std::vector<Shape> s = {{1024, 1024, "round"},       {1000, 1037, "ragged"},
+                                       {333, 129, "ragged, small"}, {17, 300, "fewer rows than taps"},
+                                       {200, 1, "one column"},      {1, 77, "one row"}};
   return s;
 }
 
@@ -80,7 +81,8 @@ inline const std::vector<int>& mix_sizes() {
 // outside the image that is not 0 (clamp) shows at every edge, and neighbours differ, so
 // nearest-pixel sampling or a half-pixel shift shows everywhere.
 inline float image_value(int x, int y) {
-  return 0.6f + 0.25f * std::sin(0.07f * x) * std::cos(0.05f * y) + 0.15f * static_cast<float>((x * 7 + y * 13) % 17) / 17.0f;
+  return 0.6f + 0.25f * std::sin(0.07f * x) * std::cos(0.05f * y) +
+         0.15f * static_cast<float>((x * 7 + y * 13) % 17) / 17.0f;
 }
 
 // The texture unit blends with weights in 9-bit fixed point, 8 of its bits fractional
@@ -131,9 +133,9 @@ struct RotationCase {
 };
 inline const std::vector<RotationCase>& rotation_cases() {
   static const std::vector<RotationCase> c = {
-      {256, 256, 0.0f, "no rotation"},       {333, 257, 0.5235988f, "30 degrees, ragged"},
-      {640, 480, 1.0f, "1 radian"},          {97, 203, 3.1415927f, "half a turn"},
-      {1, 1, 0.3f, "one pixel"},             {500, 31, -0.2f, "thin, -0.2 radian"},
+      {256, 256, 0.0f, "no rotation"}, {333, 257, 0.5235988f, "30 degrees, ragged"},
+      {640, 480, 1.0f, "1 radian"},    {97, 203, 3.1415927f, "half a turn"},
+      {1, 1, 0.3f, "one pixel"},       {500, 31, -0.2f, "thin, -0.2 radian"},
   };
   return c;
 }
@@ -186,10 +188,12 @@ inline std::string read_output(const Output& out, std::vector<float>& got, const
   const std::string past_end = out.read(got, "out", stream);
   if (launch != cudaSuccess)
     return "the kernel did not run: its launch failed with " + std::string(cudaGetErrorName(launch)) + " (" +
-           cudaGetErrorString(launch) + "), and " + function + " did not report it: check every launch with "
+           cudaGetErrorString(launch) + "), and " + function +
+           " did not report it: check every launch with "
            "CUDA_CHECK_LAUNCH()";
   if (!got.empty() && std::all_of(got.begin(), got.end(), Output::is_poison))
-    return "the kernel did not run (or wrote nothing): all " + std::to_string(got.size()) + " values of out still "
+    return "the kernel did not run (or wrote nothing): all " + std::to_string(got.size()) +
+           " values of out still "
            "hold the 0xFF poison written before the launch, and no CUDA error was reported (cudaGetLastError after " +
            function + ": cudaSuccess)";
   return past_end.empty() ? "" : function + ": " + past_end;

@@ -39,11 +39,12 @@ const std::vector<cml::Mode<ch06::Context>>& modes() {
 
 int run(int argc, char** argv) {
   ch06::Settings s;
-  cml::Cli cli = cml::chapter_cli("06",
-                                  "Chapter 06 - the other memory spaces: registers vs local memory and spills, constant "
-                                  "memory\nbroadcast vs divergent vs the read-only path, and a rotation through the "
-                                  "texture unit.",
-                                  modes(), s.mode);
+  cml::Cli cli =
+      cml::chapter_cli("06",
+                       "Chapter 06 - the other memory spaces: registers vs local memory and spills, constant "
+                       "memory\nbroadcast vs divergent vs the read-only path, and a rotation through the "
+                       "texture unit.",
+                       modes(), s.mode);
   cli.integer("rows", s.rows, 1, 1 << 16, "step 1 and the spill sort: rows of the matrix")
       .integer("cols", s.cols, 1, 1 << 16, "step 1 and the spill sort: columns of the matrix")
       .integer("pixels", s.pixels, 1, 1 << 26, "step 2: pixels of 16 channels")

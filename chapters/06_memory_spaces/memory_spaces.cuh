@@ -22,8 +22,8 @@ namespace ch06 {
 // The kernel must keep them in registers: no stack frame, no local memory, no spill
 // (no LDL/STL in its SASS). Kernel name: fir_registers_kernel.
 inline constexpr int kTaps = 32;
-inline constexpr int kSegment = 64;   // rows per thread
-inline constexpr int kFirBlock = 128; // threads per block, along the columns
+inline constexpr int kSegment = 64;    // rows per thread
+inline constexpr int kFirBlock = 128;  // threads per block, along the columns
 struct Taps {
   float w[kTaps];
 };

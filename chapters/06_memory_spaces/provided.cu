@@ -99,7 +99,7 @@ void sort_runs(SortBudget budget, const float* in, float* out, int rows, int col
   if (rows <= 0 || cols <= 0) return;
   const dim3 grid(static_cast<unsigned>((cols + kSortBlock - 1) / kSortBlock),
                   static_cast<unsigned>((rows + kSortRun - 1) / kSortRun));
-  auto* kernel = budget == SortBudget::kRegisters   ? sort_registers_kernel
+  auto* kernel = budget == SortBudget::kRegisters    ? sort_registers_kernel
                  : budget == SortBudget::kLocalSpill ? sort_capped_kernel
                                                      : sort_smem_spill_kernel;
   kernel<<<grid, kSortBlock, 0, stream>>>(in, out, rows, cols);

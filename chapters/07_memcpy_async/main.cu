@@ -29,8 +29,8 @@
 
 namespace {
 
-using cml::fixed;
 using ch07::Word;
+using cml::fixed;
 
 struct Settings {
   std::string mode = "all";
@@ -71,8 +71,8 @@ bool check(Context& c) {
       for (const int compute : {0, 3}) {
         const auto want = ch07::reference_partials(host, k.blocks, compute);
         for (int stages = 1; stages <= (v.staged && v.fixed_stages == 0 ? ch07::kMaxStages : 1); ++stages) {
-          const auto job = make_job(in.data(), k.n, partial.data(), k.blocks, compute,
-                                    v.fixed_stages ? v.fixed_stages : stages);
+          const auto job =
+              make_job(in.data(), k.n, partial.data(), k.blocks, compute, v.fixed_stages ? v.fixed_stages : stages);
           const auto r = ch07::check_partials(run_variant(v, job, c.stream), want, k.n);
           ++runs;
           if (!r.ok)
@@ -92,9 +92,10 @@ bool check(Context& c) {
   const auto in = ch07::to_device(host, k.n);
   cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
   const ch07::Variant ro{"read-only", "ceiling", ch07::sum_read_only, "sum_read_only_kernel", 0, false, 0};
-  ok &= cml::report(ch07::check_partials(run_variant(ro, make_job(in.data(), k.n, partial.data(), k.blocks, 5, 1), c.stream),
-                                         ch07::reference_partials(host, k.blocks, 5), k.n),
-                    "read-only ceiling");
+  ok &= cml::report(
+      ch07::check_partials(run_variant(ro, make_job(in.data(), k.n, partial.data(), k.blocks, 5, 1), c.stream),
+                           ch07::reference_partials(host, k.blocks, 5), k.n),
+      "read-only ceiling");
   return ok;
 }
 
@@ -106,7 +107,9 @@ struct Bench {
   cml::DeviceBuffer<Word> partial;
   cml::DeviceBuffer<Word> copy_out;
   explicit Bench(std::size_t words, std::size_t max_blocks, bool with_copy)
-      : n(words), in(ch07::to_device(ch07::make_input(words), words)), partial(max_blocks),
+      : n(words),
+        in(ch07::to_device(ch07::make_input(words), words)),
+        partial(max_blocks),
         copy_out(with_copy ? words : 1) {}
 };
 
@@ -136,16 +139,20 @@ std::vector<Timed> time_point(Context& c, Bench& b, const std::vector<const ch07
     rows.push_back({"cudaMemcpy device to device", 0, {}});
   }
   for (const auto* v : chosen) {
-    if (!v->staged) add(*v, 1);
-    else if (v->fixed_stages) add(*v, v->fixed_stages);
-    else for (const int s : stage_list) add(*v, s);
+    if (!v->staged)
+      add(*v, 1);
+    else if (v->fixed_stages)
+      add(*v, v->fixed_stages);
+    else
+      for (const int s : stage_list) add(*v, s);
   }
   const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].stats = st[i];
   // The sums of the timed configuration, each variant against the read-only kernel's.
   const auto want = run_variant(ro, make_job(b.in.data(), b.n, b.partial.data(), blocks, compute, 1), c.stream);
   for (const auto* v : chosen)
-    for (const int s : v->staged && !v->fixed_stages ? stage_list : std::vector<int>{v->fixed_stages ? v->fixed_stages : 1}) {
+    for (const int s :
+         v->staged && !v->fixed_stages ? stage_list : std::vector<int>{v->fixed_stages ? v->fixed_stages : 1}) {
       const auto r = ch07::check_partials(
           run_variant(*v, make_job(b.in.data(), b.n, b.partial.data(), blocks, compute, s), c.stream), want, b.n);
       if (!r.ok) ok &= cml::report(r, std::string(v->name) + " (timed run, against the read-only kernel)");
@@ -165,9 +172,10 @@ int blocks_for(const Context& c, int per_sm) { return per_sm * c.run.facts.sm_co
 bool time_variants(Context& c) {
   const std::size_t n = c.s.size / sizeof(Word);
   const int blocks = blocks_for(c, c.s.blocks_per_sm);
-  std::printf("\n== %s words (%s MiB), compute %d, %d blocks per SM (%d blocks), GB/s = 10^9 bytes of the array "
-              "read per second ==\n",
-              std::to_string(n).c_str(), fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute, c.s.blocks_per_sm, blocks);
+  std::printf(
+      "\n== %s words (%s MiB), compute %d, %d blocks per SM (%d blocks), GB/s = 10^9 bytes of the array "
+      "read per second ==\n",
+      std::to_string(n).c_str(), fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute, c.s.blocks_per_sm, blocks);
   Bench b(n, static_cast<std::size_t>(blocks), true);
   bool ok = true;
   const auto rows = time_point(c, b, chosen_variants(c.s.variant), blocks, c.s.compute, {c.s.stages}, true, ok);
@@ -183,8 +191,9 @@ bool time_variants(Context& c) {
            sync_ms > 0 ? fixed(sync_ms / r.stats.median_ms, 3) : "-"});
   }
   c.run.emit(t);
-  std::printf("(cudaMemcpy's GB/s counts the bytes it reads and writes; every timed variant's sums were compared "
-              "with the read-only kernel's)\n");
+  std::printf(
+      "(cudaMemcpy's GB/s counts the bytes it reads and writes; every timed variant's sums were compared "
+      "with the read-only kernel's)\n");
   return ok;
 }
 
@@ -211,8 +220,9 @@ bool shmoo(Context& c) {
                sync_ms > 0 ? fixed(sync_ms / r.stats.median_ms, 3) : "-"});
     }
   c.run.emit(t);
-  std::printf("(blocks per SM is the grid: SMs x that; a block of 256 threads with up to 16 KiB of shared memory, so "
-              "8 fit on an SM. plot.py draws shmoo.csv)\n");
+  std::printf(
+      "(blocks per SM is the grid: SMs x that; a block of 256 threads with up to 16 KiB of shared memory, so "
+      "8 fit on an SM. plot.py draws shmoo.csv)\n");
   return ok;
 }
 

@@ -11,8 +11,8 @@
 //
 // Every function launches job.blocks blocks of kThreads threads and only enqueues that one
 // kernel on `stream` (for n == 0 too). None reads past in[n - 1]; a copy of 0 bytes (a
-// piece wholly past the end, zero-filled) still takes its source address inside the array. Steps 4 and 5 need compute capability 9.0: their
-// kernels are built for every target, but the callers check the GPU before launching them.
+// piece wholly past the end, zero-filled) still takes its source address inside the array. Steps 4 and 5 need compute
+// capability 9.0: their kernels are built for every target, but the callers check the GPU before launching them.
 #pragma once
 
 #include "cml/tile_sum.cuh"
@@ -49,11 +49,11 @@ enum class Cache { ca, cg };
 // the caller before the launch; read back after it. A null Report* in a job means "no
 // report": a wait that gives up then prints its reason and traps.
 struct Report {
-  unsigned int stalled = 0;           // 1: some wait gave up (the fields below: the first one)
+  unsigned int stalled = 0;  // 1: some wait gave up (the fields below: the first one)
   unsigned int block = 0, thread = 0;
-  unsigned int stage = 0, parity = 0; // the stage's barrier and the parity it waited for
+  unsigned int stage = 0, parity = 0;  // the stage's barrier and the parity it waited for
   unsigned long long waited_ns = 0;
-  unsigned long long limit_ns = 0;    // set by the host: how long a wait may take (0: 4 s)
+  unsigned long long limit_ns = 0;  // set by the host: how long a wait may take (0: 4 s)
 };
 
 // The tiled sum's job, plus where a waiting kernel reports (steps 4 and 5; null for steps 2
@@ -151,7 +151,7 @@ CH08_HD inline std::size_t box_count(const Matrix& m, int box_rows) {
 
 struct MatrixJob {
   Matrix in;
-  Word* partial = nullptr;   // blocks words: block b's sum of work(w, compute) over its boxes' words
+  Word* partial = nullptr;  // blocks words: block b's sum of work(w, compute) over its boxes' words
   int blocks = 1;
   int compute = 0;
   int stages = 1;            // 1..kMaxStages

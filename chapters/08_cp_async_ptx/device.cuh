@@ -63,7 +63,8 @@ __device__ __noinline__ inline void wait_phase_slowly(std::uint64_t* bar, unsign
     if (mbarrier_try_wait_parity(bar, parity)) return;
     if (tries % 64 != 0) continue;
     if (report != nullptr && *static_cast<volatile unsigned*>(&report->stalled) != 0) return;  // gave up already
-    const unsigned long long limit = report != nullptr && report->limit_ns != 0 ? report->limit_ns : kDefaultWaitLimitNs;
+    const unsigned long long limit =
+        report != nullptr && report->limit_ns != 0 ? report->limit_ns : kDefaultWaitLimitNs;
     const unsigned long long waited = global_ns() - start;
     if (waited < limit) continue;
     if (report == nullptr) {

@@ -55,7 +55,9 @@ __device__ __forceinline__ void copy_tiles_body(const Word* in, std::size_t n, W
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     for (int p = static_cast<int>(threadIdx.x); p < kPieces; p += kThreads) {
       const std::size_t at = t * kTileBytes + static_cast<std::size_t>(p) * Bytes;  // the piece's first byte in `in`
-      const int left = at >= n_bytes ? 0 : n_bytes - at < static_cast<std::size_t>(Bytes) ? static_cast<int>(n_bytes - at) : Bytes;
+      const int left = at >= n_bytes                                    ? 0
+                       : n_bytes - at < static_cast<std::size_t>(Bytes) ? static_cast<int>(n_bytes - at)
+                                                                        : Bytes;
       cp_async<Bytes, C>(reinterpret_cast<char*>(tile) + p * Bytes, src + (left > 0 ? at : t * kTileBytes), left);
     }
     cp_async_wait_all();  // this thread's pieces have landed...
@@ -84,10 +86,14 @@ __global__ void __launch_bounds__(kThreads) copy_tiles_cg16_kernel(const Word* i
 
 // Launches the kernel of one width and cache level (cp_async_ptx.cuh).
 void copy_tiles(int bytes, Cache cache, const Word* in, std::size_t n, Word* out, int blocks, cudaStream_t stream) {
-  if (cache == Cache::ca && bytes == 4) copy_tiles_ca4_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
-  else if (cache == Cache::ca && bytes == 8) copy_tiles_ca8_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
-  else if (cache == Cache::ca && bytes == 16) copy_tiles_ca16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
-  else if (cache == Cache::cg && bytes == 16) copy_tiles_cg16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  if (cache == Cache::ca && bytes == 4)
+    copy_tiles_ca4_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  else if (cache == Cache::ca && bytes == 8)
+    copy_tiles_ca8_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  else if (cache == Cache::ca && bytes == 16)
+    copy_tiles_ca16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  else if (cache == Cache::cg && bytes == 16)
+    copy_tiles_cg16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
   else
     throw std::invalid_argument("copy_tiles: no " + std::string(cache == Cache::cg ? "cp.async.cg" : "cp.async.ca") +
                                 " copy of " + std::to_string(bytes) + " bytes (.ca: 4, 8, 16; .cg: 16)");
@@ -127,7 +133,9 @@ void reverse_warp(Reverse how, const int* a, int* b, int threads, cudaStream_t s
 // are not needed yet stay in flight (its count is an immediate of the instruction: derive
 // it from Stages); any n, and tile counts that are not multiples of Stages.
 template <int Stages>
-__global__ void __launch_bounds__(kThreads) sum_pipeline_kernel(const Job job) { sum_through_registers(job); }
+__global__ void __launch_bounds__(kThreads) sum_pipeline_kernel(const Job job) {
+  sum_through_registers(job);
+}
 
 void sum_pipeline(const Job& job, cudaStream_t stream) {
   for_stages(job.stages, "sum_pipeline", [&](auto s) {
@@ -143,7 +151,9 @@ void sum_pipeline(const Job& job, cudaStream_t stream) {
 // as zeros, by the copy itself. Constraints: as step 2's; SASS of this kernel shows one
 // kind of copy only, LDGSTS.E.BYPASS.128 (with .ZFILL).
 template <int Stages>
-__global__ void __launch_bounds__(kThreads) sum_fast_kernel(const Job job) { sum_through_registers(job); }
+__global__ void __launch_bounds__(kThreads) sum_fast_kernel(const Job job) {
+  sum_through_registers(job);
+}
 
 void sum_fast(const Job& job, cudaStream_t stream) {
   for_stages(job.stages, "sum_fast", [&](auto s) {
@@ -156,14 +166,15 @@ void sum_fast(const Job& job, cudaStream_t stream) {
 // into shared memory, completing on an mbarrier of its stage, and every thread waits for
 // the stage's phase with device.cuh's wait_phase (pass it job.report) before computing.
 // Constraints: a barrier is initialised by one thread, and made visible to the asynchronous
-// proxy (the path the bulk copy's writes take) and to the other threads before anyone uses it; a phase completes when its arrivals are
-// made and the bytes it expects have landed — expect exactly the bytes the copy delivers;
-// the k-th use of a barrier waits for the phase of that use, whose parity changes from
-// one use to the next; bulk copies move multiples of 16 bytes between 16-byte aligned
-// addresses, so where the array ends inside a 16-byte piece, its last words need another
-// path — and must have landed before the phase publishes the tile.
+// proxy (the path the bulk copy's writes take) and to the other threads before anyone uses it; a phase completes when
+// its arrivals are made and the bytes it expects have landed — expect exactly the bytes the copy delivers; the k-th use
+// of a barrier waits for the phase of that use, whose parity changes from one use to the next; bulk copies move
+// multiples of 16 bytes between 16-byte aligned addresses, so where the array ends inside a 16-byte piece, its last
+// words need another path — and must have landed before the phase publishes the tile.
 template <int Stages>
-__global__ void __launch_bounds__(kThreads) sum_bulk_kernel(const Job job) { sum_through_registers(job); }
+__global__ void __launch_bounds__(kThreads) sum_bulk_kernel(const Job job) {
+  sum_through_registers(job);
+}
 
 void sum_bulk(const Job& job, cudaStream_t stream) {
   for_stages(job.stages, "sum_bulk", [&](auto s) {
@@ -195,8 +206,8 @@ CUtensorMap tensor_map_for([[maybe_unused]] const Matrix& m, [[maybe_unused]] in
 // a kernel parameter the TMA unit reads from where it lies; a stage holds a whole box,
 // and more than 48 KiB of dynamic shared memory per block must be asked for.
 template <int Stages>
-__global__ void __launch_bounds__(kThreads) sum_tma_kernel([[maybe_unused]] const __grid_constant__ CUtensorMap map,
-                                                           const MatrixJob job, int box_rows) {
+__global__ void __launch_bounds__(kThreads)
+    sum_tma_kernel([[maybe_unused]] const __grid_constant__ CUtensorMap map, const MatrixJob job, int box_rows) {
   sum_boxes_through_registers(job, box_rows);
 }
 

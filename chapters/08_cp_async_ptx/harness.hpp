@@ -115,9 +115,9 @@ inline std::string describe(const Report& r) {
 struct CopyKind {
   int bytes;
   Cache cache;
-  const char* name;      // as --mode=copy prints it
+  const char* name;  // as --mode=copy prints it
   const char* kernel;
-  const char* opcode;    // exactly this LDGSTS (any .ZFILL suffix aside)
+  const char* opcode;  // exactly this LDGSTS (any .ZFILL suffix aside)
 };
 inline const std::vector<CopyKind>& copy_kinds() {
   static const std::vector<CopyKind> k = {
@@ -256,8 +256,9 @@ inline const std::vector<MatrixCase>& matrix_cases() {
       {64, 2048, 2048, 16, "64 x 2048 on 16 blocks"},
       {0, 8191, 8192, 2, "no rows"},
       {1, 1, 4, 1, "one word (pitch 4: 16 bytes)"},
-      {3, 8191, 8192, 2, "3 rows of 8191 words, pitched to 8192: every box sticks out at the bottom, the last one "
-                         "at the right too"},
+      {3, 8191, 8192, 2,
+       "3 rows of 8191 words, pitched to 8192: every box sticks out at the bottom, the last one "
+       "at the right too"},
       {9, 257, 260, 3, "9 x 257, pitch 260: edge boxes of one column and one row"},
       {1, 1000, 1000, 2, "one row: boxes with 3 rows out of bounds"},
       {130, 1024, 1024, 16, "130 x 1024 on 16 blocks"},

@@ -34,17 +34,19 @@ const std::vector<cml::Mode<Context>>& modes() {
       {"reverse", "the source's experiment, 32 threads: a[31 - t] -> shared[t] -> b[t]; then a neighbour's element",
        ch08::reverse_mode},
       {"check", "every pipeline against the CPU, sizes not multiples of 4, the tile or the stages", ch08::check_mode},
-      {"variants", "time the pipelines beside chapter 07's, register staging and read-only at --size, --stages, "
-                   "--compute, --blocks-per-sm",
+      {"variants",
+       "time the pipelines beside chapter 07's, register staging and read-only at --size, --stages, "
+       "--compute, --blocks-per-sm",
        ch08::variants_mode},
-      {"tma", "sm_90: a pitched matrix of --cols words per row through the tensor memory accelerator",
-       ch08::tma_mode},
+      {"tma", "sm_90: a pitched matrix of --cols words per row through the tensor memory accelerator", ch08::tma_mode},
       {"sweep", "every pipeline at stages 1-4 x 1-8 blocks per SM, at --compute (sweep.csv)", ch08::sweep_mode, false},
-      {"cache-hints", "16-byte cp.async.cg with an L2 cache policy (evict_first, evict_last), an L2 prefetch size, "
-                      "and ignore-src on half of the pieces; checked, timed beside cudaMemcpy",
+      {"cache-hints",
+       "16-byte cp.async.cg with an L2 cache policy (evict_first, evict_last), an L2 prefetch size, "
+       "and ignore-src on half of the pieces; checked, timed beside cudaMemcpy",
        ch08::cache_hints_mode, false},
-      {"entangled", "lanes 0-15 and 16-31 committing cp.async groups in two branches against one converged commit: "
-                    "the cycles of a later wait_group 1, checked and timed",
+      {"entangled",
+       "lanes 0-15 and 16-31 committing cp.async groups in two branches against one converged commit: "
+       "the cycles of a later wait_group 1, checked and timed",
        ch08::entangled_mode, false},
   };
   return m;
@@ -69,7 +71,8 @@ int run(int argc, char** argv) {
       .integer("stages", s.stages, 1, ch08::kMaxStages, "tiles in flight per block (1-4)")
       .integer("compute", s.compute, 0, 1 << 16, "dependent multiply-adds per word (0: copy-bound)")
       .integer("blocks-per-sm", s.blocks_per_sm, 1, 32, "the grid, in blocks per SM (occupancy)")
-      .integer("cols", s.cols, 1, 1 << 24, "--mode=tma: words per row of the matrix (8191: not a multiple of 16 bytes)");
+      .integer("cols", s.cols, 1, 1 << 24,
+               "--mode=tma: words per row of the matrix (8191: not a multiple of 16 bytes)");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   if (s.size % sizeof(ch08::Word) != 0) throw cml::UsageError("--size must be a multiple of 4 bytes (whole words)");
   if ((s.mode == "cache-hints" || s.mode == "entangled") && s.size % sizeof(ch08::Piece) != 0)

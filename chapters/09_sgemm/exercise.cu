@@ -179,8 +179,8 @@ void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   require_tma("sgemm_tma");
   const int m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0) return;
-  sgemm_tma_kernel<<<naive_grid(m, n), dim3(kNaiveX, kNaiveY), 0, stream>>>(a.data, a.ld, b.data, b.ld, c.data, c.ld,
-                                                                            m, n, k);
+  sgemm_tma_kernel<<<naive_grid(m, n), dim3(kNaiveX, kNaiveY), 0, stream>>>(a.data, a.ld, b.data, b.ld, c.data, c.ld, m,
+                                                                            n, k);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -97,8 +97,8 @@ std::uint64_t splitmix64(std::uint64_t x) {
 }  // namespace
 
 float input_value(std::uint64_t seed, int r, int c) {
-  const std::uint64_t at = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)) << 32) |
-                           static_cast<std::uint32_t>(c);
+  const std::uint64_t at =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)) << 32) | static_cast<std::uint32_t>(c);
   const std::uint64_t h = splitmix64(splitmix64(seed) ^ at);
   const int v = static_cast<int>(h >> 40);  // 24 bits
   return static_cast<float>(v - (1 << 23)) * 0x1p-23f;
@@ -118,7 +118,10 @@ HostMatrix random_matrix(int rows, int cols, std::uint64_t seed, int extra_ld) {
 // ---- Matrices on the device ----------------------------------------------------------------
 
 DeviceMatrix::DeviceMatrix(int rows, int cols, int ld)
-    : rows_(rows), cols_(cols), ld_(ld), guard_(guard_floats(ld)),
+    : rows_(rows),
+      cols_(cols),
+      ld_(ld),
+      guard_(guard_floats(ld)),
       buffer_(static_cast<std::size_t>(rows) * static_cast<std::size_t>(ld) + guard_floats(ld)) {}
 
 std::uint64_t DeviceMatrix::bytes(int rows, int ld) {
@@ -273,11 +276,12 @@ Reference cpu_reference_sampled(const Problem& p, int samples) {
     }
     for (const int r : {0, m - 1})
       for (const int c : {0, n - 1}) at.insert({r, c});  // the four corners
-    for (const int c : cols) at.insert({m - 1, c});       // the last row
-    for (const int r : rows) at.insert({r, n - 1});       // the last column
+    for (const int c : cols) at.insert({m - 1, c});      // the last row
+    for (const int r : rows) at.insert({r, n - 1});      // the last column
     for (std::size_t i = 0; i < rows.size(); ++i) at.insert({rows[i], cols[i % cols.size()]});
     const std::size_t all = static_cast<std::size_t>(m) * static_cast<std::size_t>(n);
-    const std::size_t target = std::min<std::size_t>(all, std::max<std::size_t>(static_cast<std::size_t>(samples), at.size()));
+    const std::size_t target =
+        std::min<std::size_t>(all, std::max<std::size_t>(static_cast<std::size_t>(samples), at.size()));
     for (std::uint64_t i = 0; at.size() < target; ++i) {
       const std::uint64_t h = splitmix64(0x5EEDull + i);
       at.insert({static_cast<int>(h % static_cast<std::uint64_t>(m)),
@@ -317,8 +321,10 @@ Reference cublas_reference(const Problem& p, const HostMatrix& c_ref) {
   } else {
     std::vector<double> sums(static_cast<std::size_t>(s.n), 0.0);
     for (int q = 0; q < s.k; ++q)
-      for (int j = 0; j < s.n; ++j) sums[static_cast<std::size_t>(j)] += static_cast<double>(p.b().at(q, j)) * p.b().at(q, j);
-    for (int j = 0; j < s.n; ++j) (*col_norm)[static_cast<std::size_t>(j)] = std::sqrt(sums[static_cast<std::size_t>(j)]);
+      for (int j = 0; j < s.n; ++j)
+        sums[static_cast<std::size_t>(j)] += static_cast<double>(p.b().at(q, j)) * p.b().at(q, j);
+    for (int j = 0; j < s.n; ++j)
+      (*col_norm)[static_cast<std::size_t>(j)] = std::sqrt(sums[static_cast<std::size_t>(j)]);
   }
   const HostMatrix* c = &c_ref;
   const std::size_t n = static_cast<std::size_t>(s.n);
@@ -401,8 +407,7 @@ struct EdgeTally {
         if (o.row_edge == e.row_edge && o.col_edge == e.col_edge)
           sides += (sides.empty() ? "" : ", ") + std::to_string(o.t);
       std::string side;
-      if (in_rows[i] > 0)
-        side += "rows >= " + std::to_string(e.row_edge) + " (m = " + std::to_string(m) + ")";
+      if (in_rows[i] > 0) side += "rows >= " + std::to_string(e.row_edge) + " (m = " + std::to_string(m) + ")";
       if (in_cols[i] > 0)
         side += std::string(side.empty() ? "" : " or ") + "columns >= " + std::to_string(e.col_edge) +
                 " (n = " + std::to_string(n) + ")";
@@ -420,8 +425,8 @@ Report fail(Report r, Fault kind, std::string what) {
 }
 
 std::string first_text(const Report& r) {
-  return "the first at " + at_text(r.row, r.col) + ": got " + num(r.got) + ", want " + num(r.want) +
-         " (bound " + num(r.bound) + ")";
+  return "the first at " + at_text(r.row, r.col) + ": got " + num(r.got) + ", want " + num(r.want) + " (bound " +
+         num(r.bound) + ")";
 }
 
 }  // namespace
@@ -447,8 +452,8 @@ Report compare(const Problem& p, const Output& got, const Reference& ref) {
     for (int c = n; c < ldc; ++c)
       if (bits_of(got.c.at(r, c)) != kOutputPoison)
         return fail(rep, Fault::pad_written,
-                    "a pad column of C was written: C(" + std::to_string(r) + ", " + std::to_string(c) + ") with n = " +
-                        std::to_string(n) + " and ld = " + std::to_string(ldc) +
+                    "a pad column of C was written: C(" + std::to_string(r) + ", " + std::to_string(c) +
+                        ") with n = " + std::to_string(n) + " and ld = " + std::to_string(ldc) +
                         " (columns n .. ld - 1 are not part of C): the stores of the last partial tile need the "
                         "bounds check col < n, with n, not ld");
 
@@ -480,15 +485,17 @@ Report compare(const Problem& p, const Output& got, const Reference& ref) {
                        at_text(ur, uc);
     const std::string edge = unwritten_tally.where(m, n);
     if (unwritten == all)
-      what += ": no element was written: does the function launch its kernel on `stream`, over a grid that covers C "
-              "(and write zeros when k = 0)?";
+      what +=
+          ": no element was written: does the function launch its kernel on `stream`, over a grid that covers C "
+          "(and write zeros when k = 0)?";
     else if (!edge.empty())
       what = "ragged edge: " + what + ": all in " + edge +
              ": the grid must cover ceil(m / tile) x ceil(n / tile) tiles, and the edge tiles must store what they "
              "computed inside C";
     else
-      what += ": some blocks or threads store nothing (the grid, the mapping of threads to C's elements, or a "
-              "return before the store)";
+      what +=
+          ": some blocks or threads store nothing (the grid, the mapping of threads to C's elements, or a "
+          "return before the store)";
     return fail(rep, Fault::unwritten, what);
   }
   if (nans > 0) {

@@ -103,9 +103,7 @@ inline double tolerance(int k) { return 2.0 * (k + 2.0) * std::ldexp(1.0, -24); 
 inline constexpr double kAbsoluteFloor = 1e-30;
 // The bound for an element whose terms have magnitude `mag` (sum of |a_ip| |b_pj|).
 // `scale`: 2 when the reference is cuBLAS (its result carries the same rounding).
-inline double error_bound(int k, double mag, double scale = 1.0) {
-  return scale * tolerance(k) * mag + kAbsoluteFloor;
-}
+inline double error_bound(int k, double mag, double scale = 1.0) { return scale * tolerance(k) * mag + kAbsoluteFloor; }
 
 // ---- Matrices on the host and the device --------------------------------------------------
 
@@ -209,9 +207,9 @@ struct Element {
 
 // What a result is compared with: `count` elements, the i-th from at(i).
 struct Reference {
-  std::string source;     // "the CPU" or "cuBLAS", for the messages
-  double scale = 1.0;     // error_bound's scale: 2 against cuBLAS
-  bool every = false;     // every element of C (else a sample)
+  std::string source;  // "the CPU" or "cuBLAS", for the messages
+  double scale = 1.0;  // error_bound's scale: 2 against cuBLAS
+  bool every = false;  // every element of C (else a sample)
   std::size_t count = 0;
   std::function<Element(std::size_t)> at;
 };
@@ -286,12 +284,12 @@ using GramFn = void (*)(ConstView, View, cudaStream_t);
 // One function of the chapter: the learner's steps 1-5 and the provided naive kernel
 // (step 0). Program and tests iterate this list.
 struct Variant {
-  const char* name;     // the function, as sgemm.cuh names it
-  const char* kernel;   // its kernel, as the tests find it in SASS and ncu
-  int step;             // 0: provided (what it needs of the GPU: needs.txt, by step)
-  const char* what;     // a few words for tables
-  GemmFn gemm;          // C = A B (nullptr for the Gram step)
-  GramFn gram;          // C = A Aᵀ (nullptr for the others)
+  const char* name;    // the function, as sgemm.cuh names it
+  const char* kernel;  // its kernel, as the tests find it in SASS and ncu
+  int step;            // 0: provided (what it needs of the GPU: needs.txt, by step)
+  const char* what;    // a few words for tables
+  GemmFn gemm;         // C = A B (nullptr for the Gram step)
+  GramFn gram;         // C = A Aᵀ (nullptr for the others)
   bool is_gram() const { return gram != nullptr; }
   // "sgemm_tiled (step 1)" or "sgemm_naive (provided)".
   std::string label() const;

@@ -33,11 +33,13 @@ using ch09::Shape;
 
 const std::vector<cml::Mode<Context>>& modes() {
   static const std::vector<cml::Mode<Context>> m = {
-      {"check", "every step, the naive kernel and cuBLAS against the CPU: ragged, non-square, k = 1, one row or "
-                "column, k = 0, m or n = 0",
+      {"check",
+       "every step, the naive kernel and cuBLAS against the CPU: ragged, non-square, k = 1, one row or "
+       "column, k = 0, m or n = 0",
        ch09::check_mode},
-      {"table", "every step against cuBLAS at --m x --n x --k (default 4096^3; 2048^3 in a plain run): ms, GFLOP/s, "
-                "fraction of cuBLAS, compulsory DRAM bytes, FLOP/byte",
+      {"table",
+       "every step against cuBLAS at --m x --n x --k (default 4096^3; 2048^3 in a plain run): ms, GFLOP/s, "
+       "fraction of cuBLAS, compulsory DRAM bytes, FLOP/byte",
        ch09::table_mode},
       {"gram", "step 2's C = A A^T against cuBLAS (b_transposed) at --m and --k", ch09::gram_mode, false},
       {"roofline", "this GPU's FP32 FMA peak and DRAM bandwidth, measured, and every kernel on them (roofline.csv)",
@@ -52,8 +54,7 @@ const std::vector<cml::Mode<Context>>& modes() {
 // the moderate kAllModeSize.
 Shape timed_shape(const cml::Cli& cli, const Settings& s) {
   const bool sides = cli.given("m") || cli.given("n") || cli.given("k");
-  if (cli.given("size") && sides)
-    throw cml::UsageError("give --size (a square problem) or --m, --n, --k, not both");
+  if (cli.given("size") && sides) throw cml::UsageError("give --size (a square problem) or --m, --n, --k, not both");
   if ((s.mode == "check" || s.mode == "shapes") && (sides || cli.given("size")))
     throw cml::UsageError("--mode=" + s.mode + " runs fixed shapes: --size, --m, --n and --k do not apply");
   if (s.mode == "gram" && cli.given("n"))
@@ -97,8 +98,9 @@ int run(int argc, char** argv) {
   constexpr int kMaxSide = 1 << 17;
   cli.integer("m", s.m, 1, kMaxSide, "rows of A and C (a plain run given no size: 2048)")
       .integer("n", s.n, 1, kMaxSide, "columns of B and C (a plain run given no size: 2048)")
-      .integer("k", s.k, 1, kMaxSide, "columns of A, rows of B: the length of each sum (a plain run given no size: "
-                                      "2048)")
+      .integer("k", s.k, 1, kMaxSide,
+               "columns of A, rows of B: the length of each sum (a plain run given no size: "
+               "2048)")
       .integer("size", s.size, 1, kMaxSide, "a square problem: --m = --n = --k = this");
   if (!cli.parse(argc, argv)) return cml::kExitOk;
   const Shape shape = timed_shape(cli, s);

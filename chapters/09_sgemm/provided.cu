@@ -66,9 +66,10 @@ void check_product_shapes(const char* function, ConstView a, ConstView b, View c
   const std::string views =
       dims("A", a.rows, a.cols, a.ld) + ", " + dims("B", b.rows, b.cols, b.ld) + ", " + dims("C", c.rows, c.cols, c.ld);
   const int b_k = b_transposed ? b.cols : b.rows, b_n = b_transposed ? b.rows : b.cols;
-  check_equal(function, b_transposed ? "A's columns must equal B's columns (k; B is given n x k)"
-                                     : "A's columns must equal B's rows (k)",
-              a.cols, b_k, views);
+  check_equal(
+      function,
+      b_transposed ? "A's columns must equal B's columns (k; B is given n x k)" : "A's columns must equal B's rows (k)",
+      a.cols, b_k, views);
   check_equal(function, "C's rows must equal A's rows (m)", c.rows, a.rows, views);
   check_equal(function, b_transposed ? "C's columns must equal B's rows (n)" : "C's columns must equal B's columns (n)",
               c.cols, b_n, views);
@@ -100,8 +101,7 @@ void require_tma(const char* function) {
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char* function) {
-  static const auto fn =
-      cml::driver_function<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
+  static const auto fn = cml::driver_function<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
   if (fn == nullptr)
     throw std::runtime_error(std::string(function) +
                              ": the driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12.0 driver or newer)");
@@ -129,7 +129,7 @@ constexpr int kMaxGridY = 65535;
 // columns of two rows), reading row `row` of A (the same float for the 16 lanes of a row:
 // a broadcast) and column `col` of B (16 consecutive floats: coalesced), k times, from
 // global memory. Nothing is reused on chip except by the caches: 2 loads per FMA.
-__global__ void __launch_bounds__(kNaiveBlock * kNaiveBlock) sgemm_naive_kernel(ConstView a, ConstView b, View c) {
+__global__ void __launch_bounds__(kNaiveBlock* kNaiveBlock) sgemm_naive_kernel(ConstView a, ConstView b, View c) {
   const int col = static_cast<int>(blockIdx.x) * kNaiveBlock + static_cast<int>(threadIdx.x);
   if (col >= c.cols) return;
   const float* __restrict__ bp = b.data;
@@ -283,8 +283,8 @@ namespace {
 // (about 4 cycles), the others issue, and 8 resident warps per scheduler hide the rest.
 // x = x * mul + add converges to add / (1 - mul): no overflow, no subnormals. mul and add
 // come from the host, so the compiler can fold nothing.
-__global__ void __launch_bounds__(kFmaThreads) fma_peak_kernel(float* __restrict__ out, int iterations, float mul,
-                                                               float add) {
+__global__ void __launch_bounds__(kFmaThreads)
+    fma_peak_kernel(float* __restrict__ out, int iterations, float mul, float add) {
   const int t = static_cast<int>(blockIdx.x) * kFmaThreads + static_cast<int>(threadIdx.x);
   float x[kFmaChains];
 #pragma unroll
@@ -301,7 +301,6 @@ __global__ void __launch_bounds__(kFmaThreads) fma_peak_kernel(float* __restrict
   for (int j = 0; j < kFmaChains; ++j) sum += x[j];
   out[t] = sum;  // written: the chains are not dead code
 }
-
 
 }  // namespace
 

@@ -30,24 +30,24 @@ namespace cml::api {
 inline constexpr const char* kMark = "cml::api::mark";
 
 struct Call {
-  std::string name;       // "cudaStreamAttachMemAsync", "cudaMemPrefetchAsync", ... or kMark
-  std::thread::id thread;  // the host thread that made it
-  cudaStream_t stream = nullptr;  // for calls that take a stream (kernel launches, copies, host functions too)
-  const void* ptr = nullptr;      // the memory a call is about: a copy's destination, what is freed or
-                                  // (un)registered, a host function's userData
-  const void* src = nullptr;      // cudaMemcpyAsync's source
-  std::size_t bytes = 0;          // its length (attach: 0 means the whole allocation; a copy's count)
-  unsigned flags = 0;             // cudaStreamAttachMemAsync's / cudaHostRegister's flags
-  int kind = 0;                   // cudaMemcpyAsync's cudaMemcpyKind
-  int advice = 0;                 // cudaMemAdvise's advice (a cudaMemoryAdvise)
-  cudaMemLocation location{};     // cudaMemPrefetchAsync's / cudaMemAdvise's location
-  std::string symbol;             // a kernel launch: the kernel's (mangled) name; a mark: its text
-  const void* func = nullptr;     // a kernel launch: the kernel's host-side handle
+  std::string name;                       // "cudaStreamAttachMemAsync", "cudaMemPrefetchAsync", ... or kMark
+  std::thread::id thread;                 // the host thread that made it
+  cudaStream_t stream = nullptr;          // for calls that take a stream (kernel launches, copies, host functions too)
+  const void* ptr = nullptr;              // the memory a call is about: a copy's destination, what is freed or
+                                          // (un)registered, a host function's userData
+  const void* src = nullptr;              // cudaMemcpyAsync's source
+  std::size_t bytes = 0;                  // its length (attach: 0 means the whole allocation; a copy's count)
+  unsigned flags = 0;                     // cudaStreamAttachMemAsync's / cudaHostRegister's flags
+  int kind = 0;                           // cudaMemcpyAsync's cudaMemcpyKind
+  int advice = 0;                         // cudaMemAdvise's advice (a cudaMemoryAdvise)
+  cudaMemLocation location{};             // cudaMemPrefetchAsync's / cudaMemAdvise's location
+  std::string symbol;                     // a kernel launch: the kernel's (mangled) name; a mark: its text
+  const void* func = nullptr;             // a kernel launch: the kernel's host-side handle
   std::array<const void*, 4> pointers{};  // a kernel launch asked for in Recorder's `pointers`: its
                                           // first parameters' values, in order
-  std::array<unsigned, 5> box{};  // cuTensorMapEncodeTiled (a driver call, the one recorded): the box's
-                                  // elements per dimension, innermost first (0 past its rank); `ptr` is
-                                  // the tensor's address and `bytes` one box's bytes
+  std::array<unsigned, 5> box{};          // cuTensorMapEncodeTiled (a driver call, the one recorded): the box's
+                                          // elements per dimension, innermost first (0 past its rank); `ptr` is
+                                          // the tensor's address and `bytes` one box's bytes
 };
 
 // Kernels whose pointers a recording keeps: those whose (mangled) name contains `name`,
@@ -61,7 +61,7 @@ struct KernelPointers {
 struct Calls {
   bool ok = false;
   std::string error;
-  std::vector<Call> calls;   // in order; at most 10,000 of each name (a poll can make millions)
+  std::vector<Call> calls;                    // in order; at most 10,000 of each name (a poll can make millions)
   std::map<std::string, std::size_t> counts;  // every call, by name, listed or not
   std::size_t not_listed = 0;                 // calls past that limit
   std::vector<Call> named(const std::string& name) const;

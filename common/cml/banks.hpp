@@ -56,9 +56,9 @@ struct SharedAccess {
 };
 
 struct BankTransaction {
-  std::uint32_t lanes = 0;   // active lanes it serves
-  unsigned wavefronts = 0;   // passes through the banks: the most distinct words in one bank
-  unsigned worst_bank = 0;   // a bank that needs that many
+  std::uint32_t lanes = 0;  // active lanes it serves
+  unsigned wavefronts = 0;  // passes through the banks: the most distinct words in one bank
+  unsigned worst_bank = 0;  // a bank that needs that many
 };
 
 struct BankCount {
@@ -80,8 +80,8 @@ BankCount count_banks(const std::vector<SharedAccess>& accesses);
 // Lane l accesses (loads, or stores) element `element(l)` of an array of `width`-byte
 // elements starting at byte offset `base`.
 template <typename F>
-SharedAccess element_access(unsigned width, F element, std::uint32_t active = 0xffffffffu,
-                            std::uint32_t base = 0, bool store = false) {
+SharedAccess element_access(unsigned width, F element, std::uint32_t active = 0xffffffffu, std::uint32_t base = 0,
+                            bool store = false) {
   SharedAccess a;
   a.width = width;
   a.active = active;

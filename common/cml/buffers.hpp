@@ -22,7 +22,10 @@ class Owner {
   Owner& operator=(const Owner&) = delete;
   Owner(Owner&& other) noexcept { swap(other); }
   Owner& operator=(Owner&& other) noexcept {
-    if (this != &other) { reset(); swap(other); }
+    if (this != &other) {
+      reset();
+      swap(other);
+    }
     return *this;
   }
   ~Owner() { reset(); }
@@ -43,10 +46,16 @@ class Owner {
   }
 
  protected:
-  void adopt(T* p, std::size_t count) noexcept { ptr_ = p; count_ = count; }
+  void adopt(T* p, std::size_t count) noexcept {
+    ptr_ = p;
+    count_ = count;
+  }
 
  private:
-  void swap(Owner& o) noexcept { std::swap(ptr_, o.ptr_); std::swap(count_, o.count_); }
+  void swap(Owner& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(count_, o.count_);
+  }
   T* ptr_ = nullptr;
   std::size_t count_ = 0;
 };

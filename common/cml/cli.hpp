@@ -16,8 +16,7 @@ namespace cml {
 // "4096", "64K", "64KiB", "256M", "1G" -> bytes. Throws UsageError naming `what`.
 std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
 // A whole number in [lo, hi]. Throws UsageError naming `what`.
-std::int64_t parse_int(std::string_view text, std::int64_t lo, std::int64_t hi,
-                       std::string_view what = "value");
+std::int64_t parse_int(std::string_view text, std::int64_t lo, std::int64_t hi, std::string_view what = "value");
 // 268435456 -> "256 MiB", 4096 -> "4 KiB", 1000 -> "1000 B".
 std::string format_bytes(std::uint64_t bytes);
 
@@ -36,11 +35,9 @@ class Cli {
   //   Settings s;                      // struct Settings { int cycles = -1; ... };
   //   cli.integer("cycles", s.cycles, -1, 1 << 20, "adds per element");
   // The fields must outlive parse(). Chainable.
-  Cli& size(const std::string& key, std::uint64_t& field, std::uint64_t lo, std::uint64_t hi,
-            const std::string& help);
+  Cli& size(const std::string& key, std::uint64_t& field, std::uint64_t lo, std::uint64_t hi, const std::string& help);
   Cli& integer(const std::string& key, int& field, std::int64_t lo, std::int64_t hi, const std::string& help);
-  Cli& integer(const std::string& key, std::size_t& field, std::int64_t lo, std::int64_t hi,
-               const std::string& help);
+  Cli& integer(const std::string& key, std::size_t& field, std::int64_t lo, std::int64_t hi, const std::string& help);
   Cli& choice(const std::string& key, std::string& field, const std::vector<std::string>& choices,
               const std::string& help);
   Cli& flag(const std::string& key, bool& field, const std::string& help);
@@ -77,16 +74,16 @@ class Cli {
     Option(Kind k, std::string h) : kind(k), help(std::move(h)) {}
     Kind kind = Kind::Flag;
     std::string help;
-    std::int64_t lo = 0, hi = 0;           // Integer
-    std::uint64_t size_lo = 0, size_hi = 0;  // Size
-    std::vector<std::string> choices;      // Choice
-    std::string value;                     // the text, default or given
-    bool given = false;                    // set on the command line
+    std::int64_t lo = 0, hi = 0;                    // Integer
+    std::uint64_t size_lo = 0, size_hi = 0;         // Size
+    std::vector<std::string> choices;               // Choice
+    std::string value;                              // the text, default or given
+    bool given = false;                             // set on the command line
     std::function<void(const std::string&)> store;  // writes the parsed value into the bound field
   };
   Cli& add(const std::string& key, Option opt);
-  Cli& add_integer(const std::string& key, std::int64_t def, std::int64_t lo, std::int64_t hi,
-                   const std::string& help, std::function<void(const std::string&)> store);
+  Cli& add_integer(const std::string& key, std::int64_t def, std::int64_t lo, std::int64_t hi, const std::string& help,
+                   std::function<void(const std::string&)> store);
   const Option& find(const std::string& key, Kind kind) const;
 
   std::string program_, summary_;

@@ -32,14 +32,14 @@ struct DeviceFacts {
   int sm_count = 0;
   std::size_t l2_bytes = 0;
   std::size_t total_bytes = 0, free_bytes = 0;
-  int async_engine_count = 0;         // copy engines: 2+ lets H2D and D2H run together
-  bool can_map_host_memory = false;   // zero-copy mapped memory
-  bool unified_addressing = false;    // one address space: host pointers are device pointers
+  int async_engine_count = 0;        // copy engines: 2+ lets H2D and D2H run together
+  bool can_map_host_memory = false;  // zero-copy mapped memory
+  bool unified_addressing = false;   // one address space: host pointers are device pointers
   bool managed_memory = false;
   bool concurrent_managed_access = false;
   bool pageable_memory_access = false;  // the GPU may read plain malloc memory (HMM/ATS)
-  int shared_per_block_optin = 0;     // bytes of shared memory a block may ask for
-  int threads_per_sm = 0;             // resident threads an SM holds
+  int shared_per_block_optin = 0;       // bytes of shared memory a block may ask for
+  int threads_per_sm = 0;               // resident threads an SM holds
   int memory_bus_bits = 0;
   int memory_clock_khz = 0;
   int driver_version = 0, runtime_version = 0;
@@ -61,8 +61,7 @@ std::optional<std::string> cuda_unavailable_reason();
 // The words cuda_unavailable_reason uses after "no CUDA device: " for the runtime's
 // `error`, given whether the driver's library (libcuda.so.1) loads and the two versions
 // (CUDA's encoding, 1000 * major + 10 * minor). Apart so each case is testable without one.
-std::string cuda_failure_text(cudaError_t error, bool driver_library_loads, int driver_version,
-                              int runtime_version);
+std::string cuda_failure_text(cudaError_t error, bool driver_library_loads, int driver_version, int runtime_version);
 
 // "13.0" for CUDA's encoded version 13000.
 std::string cuda_version_text(int version);

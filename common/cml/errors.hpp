@@ -15,9 +15,8 @@ namespace cml {
 class CudaError : public std::runtime_error {
  public:
   CudaError(cudaError_t code, const char* call, const char* file, int line)
-      : std::runtime_error(std::string(call) + " failed at " + file + ":" +
-                           std::to_string(line) + ": " + cudaGetErrorName(code) + ": " +
-                           cudaGetErrorString(code)),
+      : std::runtime_error(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                           cudaGetErrorName(code) + ": " + cudaGetErrorString(code)),
         code_(code) {}
   cudaError_t code() const noexcept { return code_; }
 
@@ -47,8 +46,7 @@ inline void check_cuda(cudaError_t code, const char* call, const char* file, int
 namespace detail {
 // Destructors must not throw: a failed release is reported and the program goes on.
 inline void warn_on_error(cudaError_t code, const char* what) noexcept {
-  if (code != cudaSuccess)
-    std::fprintf(stderr, "warning: %s failed: %s\n", what, cudaGetErrorString(code));
+  if (code != cudaSuccess) std::fprintf(stderr, "warning: %s failed: %s\n", what, cudaGetErrorString(code));
 }
 }  // namespace detail
 

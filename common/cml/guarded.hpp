@@ -33,9 +33,7 @@ class GuardedBuffer {
   std::size_t bytes() const noexcept { return n_ * sizeof(T); }
 
   // Poisons the array and its guard again, enqueued on `stream`.
-  void poison(cudaStream_t stream) {
-    CUDA_CHECK(cudaMemsetAsync(buffer_.data(), 0xFF, buffer_.bytes(), stream));
-  }
+  void poison(cudaStream_t stream) { CUDA_CHECK(cudaMemsetAsync(buffer_.data(), 0xFF, buffer_.bytes(), stream)); }
 
   // Reads the array into `got` after `stream`'s work (the device's, for the legacy
   // stream): "" when the guard is still poison, else "<what> was written past its end

@@ -20,7 +20,7 @@ struct KernelMetrics {
 
 struct Result {
   bool ok = false;
-  std::string error;  // why not: ncu missing, counters not permitted, the run failed
+  std::string error;                   // why not: ncu missing, counters not permitted, the run failed
   std::vector<KernelMetrics> kernels;  // in launch order
   // ncu's ==ERROR== lines and the profiled run's failures, for a caller that misses a kernel
   // it expected (a kernel that could not be replayed, a target that stopped early).

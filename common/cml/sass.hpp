@@ -16,9 +16,9 @@ struct Resources {
 };
 
 struct Function {
-  std::string mangled;    // as cuobjdump prints it
-  std::string name;       // demangled where possible
-  int arch = 0;           // the architecture of the code it is part of: 90 for sm_90 (0: not said)
+  std::string mangled;                    // as cuobjdump prints it
+  std::string name;                       // demangled where possible
+  int arch = 0;                           // the architecture of the code it is part of: 90 for sm_90 (0: not said)
   std::vector<std::string> opcodes;       // one per instruction, with modifiers: "LDG.E.128.CONSTANT"
   std::vector<std::string> instructions;  // the same, whole: "LDC.64 R12, c[0x3][R24+0x8]"
   Resources resources;                    // filled by dump(), not by parse()

@@ -20,11 +20,11 @@ struct WarpAccess {
 };
 
 struct SectorCount {
-  unsigned sectors = 0;             // distinct 32-byte sectors touched
-  unsigned lines = 0;               // distinct 128-byte lines touched
-  std::uint64_t requested = 0;      // active threads x width
-  std::uint64_t unique = 0;         // distinct bytes touched (a broadcast counts once)
-  std::uint64_t moved = 0;          // sectors x 32
+  unsigned sectors = 0;         // distinct 32-byte sectors touched
+  unsigned lines = 0;           // distinct 128-byte lines touched
+  std::uint64_t requested = 0;  // active threads x width
+  std::uint64_t unique = 0;     // distinct bytes touched (a broadcast counts once)
+  std::uint64_t moved = 0;      // sectors x 32
   double efficiency() const { return moved ? static_cast<double>(unique) / static_cast<double>(moved) : 0.0; }
 };
 
@@ -34,13 +34,13 @@ SectorCount count_sectors(const WarpAccess& access);
 
 // The access of warp `warp` in a kernel where thread i touches element
 // (i * stride + offset) of an array of `elem_bytes`-byte elements starting at `base`.
-WarpAccess strided_access(std::uint64_t base, std::uint64_t warp, std::uint64_t stride,
-                          std::uint64_t offset, unsigned elem_bytes);
+WarpAccess strided_access(std::uint64_t base, std::uint64_t warp, std::uint64_t stride, std::uint64_t offset,
+                          unsigned elem_bytes);
 
 // Sectors per request averaged over `warps` consecutive warps of that kernel (a misaligned
 // offset touches an extra sector in some warps only when lines and warps do not line up).
-double sectors_per_request(std::uint64_t base, std::uint64_t warps, std::uint64_t stride,
-                           std::uint64_t offset, unsigned elem_bytes);
+double sectors_per_request(std::uint64_t base, std::uint64_t warps, std::uint64_t stride, std::uint64_t offset,
+                           unsigned elem_bytes);
 
 // The fraction of moved bytes that were wanted, over the same warps.
 double efficiency(std::uint64_t base, std::uint64_t warps, std::uint64_t stride, std::uint64_t offset,

@@ -33,10 +33,10 @@ namespace cml::tile_sum {
 
 using Word = std::uint32_t;
 
-inline constexpr int kThreads = 256;             // threads per block, every kernel
-inline constexpr int kTileWords = 1024;          // words per tile: 4 KiB, 4 per thread
+inline constexpr int kThreads = 256;     // threads per block, every kernel
+inline constexpr int kTileWords = 1024;  // words per tile: 4 KiB, 4 per thread
 inline constexpr int kTileBytes = kTileWords * static_cast<int>(sizeof(Word));
-inline constexpr int kMaxStages = 4;             // the deepest pipeline of either chapter
+inline constexpr int kMaxStages = 4;  // the deepest pipeline of either chapter
 
 // `compute` dependent multiply-adds (a linear congruential step: IMAD in SASS) on one
 // word: the knob that moves a kernel from copy-bound (0) to compute-bound (64 and more).
@@ -46,12 +46,12 @@ CML_TILE_HD inline Word work(Word w, int compute) {
 }
 
 struct Job {
-  const Word* in = nullptr;   // n words, from cudaMalloc (16-byte aligned)
+  const Word* in = nullptr;  // n words, from cudaMalloc (16-byte aligned)
   std::size_t n = 0;
-  Word* partial = nullptr;    // blocks words: one sum per block
-  int blocks = 1;             // the grid: >= 1
-  int compute = 0;            // work() per word: >= 0
-  int stages = 1;             // pipelines: tiles in flight per block, 1..kMaxStages
+  Word* partial = nullptr;  // blocks words: one sum per block
+  int blocks = 1;           // the grid: >= 1
+  int compute = 0;          // work() per word: >= 0
+  int stages = 1;           // pipelines: tiles in flight per block, 1..kMaxStages
 };
 
 CML_TILE_HD inline std::size_t tile_count(std::size_t n) { return (n + kTileWords - 1) / kTileWords; }

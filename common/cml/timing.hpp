@@ -32,8 +32,8 @@ Stats summarize(std::vector<double> samples_ms);
 double gbps(std::size_t bytes, double ms);
 
 struct TimingOptions {
-  int warmup = 2;   // runs before timing: module load, first-touch and clock ramp stay out
-  int iters = 10;   // timed repetitions
+  int warmup = 2;  // runs before timing: module load, first-touch and clock ramp stay out
+  int iters = 10;  // timed repetitions
 };
 
 enum class Clock {
@@ -45,8 +45,8 @@ using Work = std::function<void(cudaStream_t)>;
 
 // Times each variant `opts.iters` times, interleaved, after `opts.warmup` interleaved rounds.
 // Returns one Stats per variant, in order.
-std::vector<Stats> time_interleaved(const std::vector<Work>& variants, cudaStream_t stream,
-                                    TimingOptions opts = {}, Clock clock = Clock::Events);
+std::vector<Stats> time_interleaved(const std::vector<Work>& variants, cudaStream_t stream, TimingOptions opts = {},
+                                    Clock clock = Clock::Events);
 
 // The same, with prepare[k] run and waited for, untimed, before every run of variant k
 // (e.g. moving managed pages back to the CPU before timing their way to the GPU). An empty
@@ -55,8 +55,7 @@ std::vector<Stats> time_interleaved(const std::vector<Work>& prepare, const std:
                                     cudaStream_t stream, TimingOptions opts = {}, Clock clock = Clock::Events);
 
 // One variant alone.
-Stats time_work(const Work& work, cudaStream_t stream, TimingOptions opts = {},
-                Clock clock = Clock::Events);
+Stats time_work(const Work& work, cudaStream_t stream, TimingOptions opts = {}, Clock clock = Clock::Events);
 
 // "1.234 ms" / "12.3 us": a time in the unit that reads best.
 std::string format_ms(double ms);

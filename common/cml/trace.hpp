@@ -52,19 +52,29 @@ struct MemsetRecord {
 };
 
 // Unified memory counters (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER).
-enum class UnifiedKind { Unknown, BytesHtoD, BytesDtoH, CpuPageFault, GpuPageFault, Thrashing, Throttling, RemoteMap, BytesDtoD };
+enum class UnifiedKind {
+  Unknown,
+  BytesHtoD,
+  BytesDtoH,
+  CpuPageFault,
+  GpuPageFault,
+  Thrashing,
+  Throttling,
+  RemoteMap,
+  BytesDtoD
+};
 const char* to_string(UnifiedKind k);
 struct UnifiedRecord {
   UnifiedKind kind = UnifiedKind::Unknown;
-  std::uint64_t value = 0;    // bytes for transfers, fault count for faults
+  std::uint64_t value = 0;  // bytes for transfers, fault count for faults
   std::uint64_t address = 0;
   std::uint32_t migration_cause = 0;  // CUpti_ActivityUnifiedMemoryMigrationCause, for transfers
   Interval when;
 };
 
 struct Trace {
-  bool ok = false;          // recording worked from start to stop
-  std::string error;        // why not, when !ok (e.g. CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+  bool ok = false;            // recording worked from start to stop
+  std::string error;          // why not, when !ok (e.g. CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
   std::uint64_t dropped = 0;  // records CUPTI had to drop (a non-zero count makes ok false)
   std::vector<CopyRecord> copies;
   std::vector<KernelRecord> kernels;
@@ -82,7 +92,7 @@ struct Trace {
 
 struct Options {
   bool copies = true;
-  bool kernels = true;   // recorded as CONCURRENT_KERNEL: plain KERNEL serialises all kernels
+  bool kernels = true;  // recorded as CONCURRENT_KERNEL: plain KERNEL serialises all kernels
   bool memsets = true;
   bool unified_memory = false;  // needs CUDA initialised first (select_device does it)
 };

@@ -20,16 +20,16 @@ struct MatrixShape {
 
 struct VerifyResult {
   bool ok = true;
-  std::size_t first_bad = 0;   // index of the first mismatch
-  std::size_t bad_count = 0;   // how many elements differ
-  std::size_t count = 0;       // how many were compared
-  std::string got, want;       // the first mismatch, as text
+  std::size_t first_bad = 0;  // index of the first mismatch
+  std::size_t bad_count = 0;  // how many elements differ
+  std::size_t count = 0;      // how many were compared
+  std::string got, want;      // the first mismatch, as text
 
   std::string describe() const {
     if (ok) return "PASSED";
     std::ostringstream os;
-    os << "FAILED: first mismatch at " << first_bad << ": got " << got << ", want " << want
-       << " (" << bad_count << " of " << count << " wrong)";
+    os << "FAILED: first mismatch at " << first_bad << ": got " << got << ", want " << want << " (" << bad_count
+       << " of " << count << " wrong)";
     return os.str();
   }
 };
@@ -38,9 +38,14 @@ namespace detail {
 template <typename T>
 std::string as_text(const T& v) {
   std::ostringstream os;
-  if constexpr (std::is_same_v<T, std::byte>) os << static_cast<int>(v);
-  else if constexpr (sizeof(T) == 1 && std::is_integral_v<T>) os << static_cast<int>(v);
-  else { os.precision(9); os << v; }
+  if constexpr (std::is_same_v<T, std::byte>)
+    os << static_cast<int>(v);
+  else if constexpr (sizeof(T) == 1 && std::is_integral_v<T>)
+    os << static_cast<int>(v);
+  else {
+    os.precision(9);
+    os << v;
+  }
   return os.str();
 }
 
@@ -70,8 +75,7 @@ VerifyResult compare_exact(const T* got, const T* want, std::size_t n) {
 
 // |got - want| <= abs_tol + rel_tol * |want|; NaN never passes.
 template <typename T>
-VerifyResult compare_close(const T* got, const T* want, std::size_t n, double rel_tol,
-                           double abs_tol = 0.0) {
+VerifyResult compare_close(const T* got, const T* want, std::size_t n, double rel_tol, double abs_tol = 0.0) {
   return detail::compare(got, want, n, [=](const T& a, const T& b) {
     const double x = static_cast<double>(a), y = static_cast<double>(b);
     return std::fabs(x - y) <= abs_tol + rel_tol * std::fabs(y);  // false for NaN

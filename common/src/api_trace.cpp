@@ -41,7 +41,9 @@ void kernel_launch(Call& c, const char* symbol, void** args) {
   if (args == nullptr || c.symbol.empty()) return;
   for (const KernelPointers& k : state().pointers) {
     if (k.name.empty() || c.symbol.find(k.name) == std::string::npos) continue;
-    const int count = k.count < 0 ? 0 : k.count > static_cast<int>(c.pointers.size()) ? static_cast<int>(c.pointers.size()) : k.count;
+    const int count = k.count < 0                                     ? 0
+                      : k.count > static_cast<int>(c.pointers.size()) ? static_cast<int>(c.pointers.size())
+                                                                      : k.count;
     for (int i = 0; i < count; ++i)
       if (args[i] != nullptr) c.pointers[static_cast<std::size_t>(i)] = *static_cast<const void* const*>(args[i]);
     return;
@@ -53,21 +55,17 @@ std::size_t element_bytes(CUtensorMapDataType t) {
   switch (t) {
     case CU_TENSOR_MAP_DATA_TYPE_UINT16:
     case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
-    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16:
-      return 2;
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: return 2;
     case CU_TENSOR_MAP_DATA_TYPE_UINT32:
     case CU_TENSOR_MAP_DATA_TYPE_INT32:
     case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
     case CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ:
     case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32:
-    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ:
-      return 4;
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ: return 4;
     case CU_TENSOR_MAP_DATA_TYPE_UINT64:
     case CU_TENSOR_MAP_DATA_TYPE_INT64:
-    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64:
-      return 8;
-    default:
-      return 1;
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64: return 8;
+    default: return 1;
   }
 }
 
@@ -160,9 +158,7 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, c
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050:
       c.stream = static_cast<const cudaStreamDestroy_v5050_params*>(p)->stream;
       break;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
-      c.ptr = static_cast<const cudaFree_v3020_params*>(p)->devPtr;
-      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: c.ptr = static_cast<const cudaFree_v3020_params*>(p)->devPtr; break;
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
       c.ptr = static_cast<const cudaFreeHost_v3020_params*>(p)->ptr;
       break;
@@ -192,8 +188,7 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, c
       kernel_launch(c, info->symbolName, a->args);
       break;
     }
-    default:
-      break;
+    default: break;
   }
   keep(std::move(c));
 }
@@ -228,7 +223,8 @@ Recorder::Recorder(std::vector<KernelPointers> pointers) {
   CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
   const char* what = "cuptiEnableDomain";
   if (r == CUPTI_SUCCESS) {
-    r = cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled);
+    r = cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                            CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled);
     what = "cuptiEnableCallback (cuTensorMapEncodeTiled)";
   }
   if (r != CUPTI_SUCCESS) {

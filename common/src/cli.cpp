@@ -38,16 +38,22 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
   const std::string unit = lower(text.substr(i));
   // 1.5G, 1e99: a fraction or an exponent, not a unit.
   if (!unit.empty() && (unit[0] == '.' || unit[0] == ',' ||
-                        (unit[0] == 'e' && unit.size() > 1 && (std::isdigit(static_cast<unsigned char>(unit[1])) ||
-                                                              unit[1] == '+' || unit[1] == '-'))))
+                        (unit[0] == 'e' && unit.size() > 1 &&
+                         (std::isdigit(static_cast<unsigned char>(unit[1])) || unit[1] == '+' || unit[1] == '-'))))
     throw bad("is not a whole number (no fractions or exponents)");
   unsigned shift = 0;
-  if (unit.empty() || unit == "b") shift = 0;
-  else if (unit == "k" || unit == "kib") shift = 10;
-  else if (unit == "m" || unit == "mib") shift = 20;
-  else if (unit == "g" || unit == "gib") shift = 30;
-  else if (unit == "t" || unit == "tib") shift = 40;
-  else throw bad("has an unknown unit");
+  if (unit.empty() || unit == "b")
+    shift = 0;
+  else if (unit == "k" || unit == "kib")
+    shift = 10;
+  else if (unit == "m" || unit == "mib")
+    shift = 20;
+  else if (unit == "g" || unit == "gib")
+    shift = 30;
+  else if (unit == "t" || unit == "tib")
+    shift = 40;
+  else
+    throw bad("has an unknown unit");
   if (shift > 0 && value > (std::numeric_limits<std::uint64_t>::max() >> shift)) throw bad("is too large");
   return value << shift;
 }
@@ -68,15 +74,18 @@ std::int64_t parse_int(std::string_view text, std::int64_t lo, std::int64_t hi, 
   }
   if (negative) value = -value;
   if (value < lo || value > hi)
-    throw UsageError(std::string(what) + ": " + std::to_string(value) + " is out of range [" +
-                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw UsageError(std::string(what) + ": " + std::to_string(value) + " is out of range [" + std::to_string(lo) +
+                     ", " + std::to_string(hi) + "]");
   return value;
 }
 
 std::string format_bytes(std::uint64_t bytes) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
-  while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) { bytes /= 1024; ++u; }
+  while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
   if (bytes >= 1024 * 10 && u < 4) {  // not a whole number of the next unit: one decimal
     std::ostringstream os;
     os.precision(1);
@@ -86,8 +95,7 @@ std::string format_bytes(std::uint64_t bytes) {
   return std::to_string(bytes) + " " + units[u];
 }
 
-Cli::Cli(std::string program, std::string summary)
-    : program_(std::move(program)), summary_(std::move(summary)) {
+Cli::Cli(std::string program, std::string summary) : program_(std::move(program)), summary_(std::move(summary)) {
   // The keys every program shares are read back through the accessors, not bound: a Cli
   // is returned by value from chapter_cli, so it cannot bind fields of its own.
   const auto flag_option = [this](const std::string& key, const std::string& help) {
@@ -106,8 +114,8 @@ Cli::Cli(std::string program, std::string summary)
 }
 
 Cli chapter_cli(const std::string& num, const std::string& summary) {
-  return Cli("ch" + num, summary + "\nRun it with ./lab run " + num + " [-- options]; check your steps with ./lab check " +
-                             num + ".");
+  return Cli("ch" + num, summary + "\nRun it with ./lab run " + num +
+                             " [-- options]; check your steps with ./lab check " + num + ".");
 }
 
 Cli& Cli::add(const std::string& key, Option opt) {
@@ -193,7 +201,8 @@ bool Cli::parse(int argc, const char* const* argv) {
     if (o.given) throw UsageError("--" + key + " is given twice (give it once)");
     o.given = true;
     if (o.kind == Kind::Flag) {
-      if (has_value) throw UsageError("--" + key + " takes no value; got " + quoted(value) + " (write --" + key + " alone)");
+      if (has_value)
+        throw UsageError("--" + key + " takes no value; got " + quoted(value) + " (write --" + key + " alone)");
       o.value = "true";
       continue;
     }
@@ -206,14 +215,12 @@ bool Cli::parse(int argc, const char* const* argv) {
       case Kind::Size: {
         const std::uint64_t v = parse_size(value, what);
         if (v < o.size_lo || v > o.size_hi)
-          throw UsageError(what + ": " + format_bytes(v) + " is out of range [" +
-                           format_bytes(o.size_lo) + ", " + format_bytes(o.size_hi) + "]");
+          throw UsageError(what + ": " + format_bytes(v) + " is out of range [" + format_bytes(o.size_lo) + ", " +
+                           format_bytes(o.size_hi) + "]");
         o.value = std::to_string(v);
         break;
       }
-      case Kind::Integer:
-        o.value = std::to_string(parse_int(value, o.lo, o.hi, what));
-        break;
+      case Kind::Integer: o.value = std::to_string(parse_int(value, o.lo, o.hi, what)); break;
       case Kind::Choice: {
         bool known = false;
         for (const auto& c : o.choices) known = known || c == value;
@@ -229,8 +236,7 @@ bool Cli::parse(int argc, const char* const* argv) {
         if (value.empty()) throw UsageError(what + " needs a value");
         o.value = value;
         break;
-      case Kind::Flag:
-        break;
+      case Kind::Flag: break;
     }
   }
   if (get_flag("help")) {
@@ -255,15 +261,9 @@ bool Cli::given(const std::string& key) const {
   return it->second.given;
 }
 
-std::uint64_t Cli::get_size(const std::string& key) const {
-  return std::stoull(find(key, Kind::Size).value);
-}
-std::int64_t Cli::get_int(const std::string& key) const {
-  return std::stoll(find(key, Kind::Integer).value);
-}
-const std::string& Cli::get_choice(const std::string& key) const {
-  return find(key, Kind::Choice).value;
-}
+std::uint64_t Cli::get_size(const std::string& key) const { return std::stoull(find(key, Kind::Size).value); }
+std::int64_t Cli::get_int(const std::string& key) const { return std::stoll(find(key, Kind::Integer).value); }
+const std::string& Cli::get_choice(const std::string& key) const { return find(key, Kind::Choice).value; }
 bool Cli::get_flag(const std::string& key) const { return find(key, Kind::Flag).value == "true"; }
 const std::string& Cli::get_text(const std::string& key) const { return find(key, Kind::Text).value; }
 
@@ -329,8 +329,10 @@ std::string Cli::usage() const {
         help += "; NAME is one of " + names;
       }
     }
-    if (o.kind == Kind::Size) help += " (default " + format_bytes(std::stoull(o.value)) + ")";
-    else if (o.kind != Kind::Flag && !o.value.empty()) help += " (default " + o.value + ")";
+    if (o.kind == Kind::Size)
+      help += " (default " + format_bytes(std::stoull(o.value)) + ")";
+    else if (o.kind != Kind::Flag && !o.value.empty())
+      help += " (default " + o.value + ")";
     if (left.size() + 1 > kHelpIndent) {  // a long key: its help starts on the next line
       os << left << "\n" << std::string(kHelpIndent, ' ');
     } else {

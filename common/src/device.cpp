@@ -17,9 +17,9 @@ namespace cml {
 
 double pcie_lane_gbps(int gen) {
   switch (gen) {
-    case 1: return 2.5 * 8 / 10 / 8;      // 2.5 GT/s, 8b/10b
-    case 2: return 5.0 * 8 / 10 / 8;      // 5 GT/s, 8b/10b
-    case 3: return 8.0 * 128 / 130 / 8;   // 8 GT/s, 128b/130b
+    case 1: return 2.5 * 8 / 10 / 8;     // 2.5 GT/s, 8b/10b
+    case 2: return 5.0 * 8 / 10 / 8;     // 5 GT/s, 8b/10b
+    case 3: return 8.0 * 128 / 130 / 8;  // 8 GT/s, 128b/130b
     case 4: return 16.0 * 128 / 130 / 8;
     case 5: return 32.0 * 128 / 130 / 8;
     case 6: return 64.0 * 242 / 256 / 8;  // PAM4 with FLIT framing (242 of 256 bytes carry data)
@@ -27,13 +27,9 @@ double pcie_lane_gbps(int gen) {
   }
 }
 
-double PcieLink::theoretical_gbps() const {
-  return known ? pcie_lane_gbps(max_gen) * max_width : 0.0;
-}
+double PcieLink::theoretical_gbps() const { return known ? pcie_lane_gbps(max_gen) * max_width : 0.0; }
 
-double DeviceFacts::dram_peak_gbps() const {
-  return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9;
-}
+double DeviceFacts::dram_peak_gbps() const { return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9; }
 
 namespace {
 
@@ -64,8 +60,7 @@ PcieLink read_pcie_link(const std::string& bus_id) {
     unsigned g = 0, w = 0, mg = 0, mw = 0;
     if (handle_of(bus_id.c_str(), &dev) == 0 && cur_gen(dev, &g) == 0 && cur_width(dev, &w) == 0 &&
         max_gen(dev, &mg) == 0 && max_width(dev, &mw) == 0) {
-      link = PcieLink{true, static_cast<int>(g), static_cast<int>(w), static_cast<int>(mg),
-                      static_cast<int>(mw)};
+      link = PcieLink{true, static_cast<int>(g), static_cast<int>(w), static_cast<int>(mg), static_cast<int>(mw)};
     }
     shutdown();
   }
@@ -79,13 +74,11 @@ std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
-std::string cuda_failure_text(cudaError_t error, bool driver_library_loads, int driver_version,
-                              int runtime_version) {
+std::string cuda_failure_text(cudaError_t error, bool driver_library_loads, int driver_version, int runtime_version) {
   if (error == cudaErrorInsufficientDriver) {
     if (!driver_library_loads) return "no NVIDIA driver (libcuda.so.1 not found)";
-    return "the NVIDIA driver is too old for this CUDA runtime (driver supports " +
-           cuda_version_text(driver_version) + ", runtime needs " +
-           cuda_version_text(runtime_version) + ")";
+    return "the NVIDIA driver is too old for this CUDA runtime (driver supports " + cuda_version_text(driver_version) +
+           ", runtime needs " + cuda_version_text(runtime_version) + ")";
   }
   return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
 }
@@ -122,8 +115,8 @@ void check_index(int index) {
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
   if (index < 0 || index >= count)
-    throw UsageError("--device=" + std::to_string(index) + ": this machine has " +
-                     std::to_string(count) + " CUDA device(s), numbered from 0");
+    throw UsageError("--device=" + std::to_string(index) + ": this machine has " + std::to_string(count) +
+                     " CUDA device(s), numbered from 0");
 }
 
 // The properties and attributes alone: none of these calls creates a context.
@@ -178,8 +171,8 @@ void require_fits_device(std::uint64_t bytes, const DeviceFacts& facts, const st
                          std::uint64_t headroom) {
   const std::uint64_t free_bytes = facts.free_bytes;
   if (bytes + headroom > free_bytes)
-    throw UsageError(what + ": needs " + format_bytes(bytes) + " of device memory, but " +
-                     facts.name + " has " + format_bytes(free_bytes) + " free");
+    throw UsageError(what + ": needs " + format_bytes(bytes) + " of device memory, but " + facts.name + " has " +
+                     format_bytes(free_bytes) + " free");
 }
 
 void require_feature(bool ok, const std::string& why) {
@@ -189,21 +182,19 @@ void require_feature(bool ok, const std::string& why) {
 std::string describe(const DeviceFacts& f) {
   std::ostringstream os;
   os.precision(3);
-  os << "device " << f.index << ": " << f.name << " (sm_" << f.cc() << ", " << f.sm_count
-     << " SMs, " << format_bytes(f.total_bytes) << ", " << f.async_engine_count
-     << " copy engine(s))\n";
+  os << "device " << f.index << ": " << f.name << " (sm_" << f.cc() << ", " << f.sm_count << " SMs, "
+     << format_bytes(f.total_bytes) << ", " << f.async_engine_count << " copy engine(s))\n";
   os << "  PCIe: ";
   if (f.link.known)
-    os << "gen " << f.link.gen << " x" << f.link.width << " now, up to gen " << f.link.max_gen
-       << " x" << f.link.max_width << " = " << f.link.theoretical_gbps() << " GB/s per direction";
+    os << "gen " << f.link.gen << " x" << f.link.width << " now, up to gen " << f.link.max_gen << " x"
+       << f.link.max_width << " = " << f.link.theoretical_gbps() << " GB/s per direction";
   else
     os << "unknown (NVML not available)";
-  os << "\n  canMapHostMemory=" << f.can_map_host_memory
-     << " unifiedAddressing=" << f.unified_addressing
+  os << "\n  canMapHostMemory=" << f.can_map_host_memory << " unifiedAddressing=" << f.unified_addressing
      << " pageableMemoryAccess=" << f.pageable_memory_access
      << " concurrentManagedAccess=" << f.concurrent_managed_access << "\n";
-  os << "  driver " << cuda_version_text(f.driver_version) << ", runtime "
-     << cuda_version_text(f.runtime_version) << "\n";
+  os << "  driver " << cuda_version_text(f.driver_version) << ", runtime " << cuda_version_text(f.runtime_version)
+     << "\n";
   return os.str();
 }
 
@@ -213,7 +204,8 @@ Table device_table(const DeviceFacts& f) {
   std::tm utc{};
   gmtime_r(&now, &utc);
   std::strftime(date, sizeof date, "%Y-%m-%d", &utc);
-  Table t("device", {"name", "sm", "sms", "pcie_gen", "pcie_width", "link_gbps", "copy_engines", "cuda_driver", "date"});
+  Table t("device",
+          {"name", "sm", "sms", "pcie_gen", "pcie_width", "link_gbps", "copy_engines", "cuda_driver", "date"});
   t.row({f.name, std::to_string(f.cc()), std::to_string(f.sm_count), std::to_string(f.link.max_gen),
          std::to_string(f.link.max_width), fixed(f.link.theoretical_gbps(), 1), std::to_string(f.async_engine_count),
          cuda_version_text(f.driver_version), date});

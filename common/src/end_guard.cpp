@@ -58,7 +58,8 @@ const Vmm& vmm() {
 }
 
 void check_cu(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw CheckFailed(std::string(what) + " failed: CUresult " + std::to_string(static_cast<int>(r)));
+  if (r != CUDA_SUCCESS)
+    throw CheckFailed(std::string(what) + " failed: CUresult " + std::to_string(static_cast<int>(r)));
 }
 
 // The current device's ordinal, as the driver counts it (the same as the runtime's).
@@ -86,7 +87,8 @@ std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to *
 std::string end_guard_unavailable() {
   const Vmm& v = vmm();
   if (!v.missing.empty())
-    return "the driver gives no " + v.missing + " through the runtime: an array cannot be placed before an unmapped page";
+    return "the driver gives no " + v.missing +
+           " through the runtime: an array cannot be placed before an unmapped page";
   const CUdevice d = current_device();
   int supported = 0;
   check_cu(v.attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d),

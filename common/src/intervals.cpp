@@ -10,8 +10,7 @@ namespace cml {
 std::vector<Interval> merge(std::vector<Interval> xs) {
   // Empty intervals cover no time; dropping them first keeps a zero-length record sitting
   // between two real ones from joining them.
-  xs.erase(std::remove_if(xs.begin(), xs.end(), [](const Interval& x) { return x.length() == 0; }),
-           xs.end());
+  xs.erase(std::remove_if(xs.begin(), xs.end(), [](const Interval& x) { return x.length() == 0; }), xs.end());
   std::sort(xs.begin(), xs.end(), [](const Interval& l, const Interval& r) {
     return l.start != r.start ? l.start < r.start : l.end < r.end;
   });

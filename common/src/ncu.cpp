@@ -20,9 +20,13 @@ std::vector<std::string> split_csv(const std::string& line) {
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') { cur += '"'; ++i; }
-      else if (c == '"') quoted = false;
-      else cur += c;
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"')
+        quoted = false;
+      else
+        cur += c;
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
@@ -72,8 +76,9 @@ std::vector<KernelMetrics> parse_raw_csv(const std::string& text, const std::vec
 
 std::optional<std::string> permission_problem(const std::string& text) {
   if (text.find("ERR_NVGPUCTRPERM") == std::string::npos) return std::nullopt;
-  return std::string("ncu may not read the GPU's performance counters for this user (ERR_NVGPUCTRPERM): run as root, "
-                     "or allow it with the nvidia module option NVreg_RestrictProfilingToAdminUsers=0");
+  return std::string(
+      "ncu may not read the GPU's performance counters for this user (ERR_NVGPUCTRPERM): run as root, "
+      "or allow it with the nvidia module option NVreg_RestrictProfilingToAdminUsers=0");
 }
 
 std::string trouble_lines(const std::string& text, std::size_t limit) {
@@ -116,8 +121,8 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
   for (const auto& e : env) cmd += e + " ";
   // Base units: bytes as bytes, never rescaled to Kbyte by the value's size.
   cmd += tools::quote(*ncu) + " --clock-control none --print-units base --csv --page raw --metrics " +
-         tools::quote(metric_list) +
-         " --kernel-name " + tools::quote("regex:" + kernel_regex) + " --log-file " + tools::quote(log_name);
+         tools::quote(metric_list) + " --kernel-name " + tools::quote("regex:" + kernel_regex) + " --log-file " +
+         tools::quote(log_name);
   for (const auto& part : command) cmd += " " + tools::quote(part);
   cmd += " 2>&1";
   const std::string console = tools::run(cmd).text;

@@ -12,7 +12,8 @@ void Run::write(const std::string& filename, const std::string& text) const {
 }
 
 Run open_run(const Cli& cli, const Footprint& footprint, bool quiet) {
-  return open_run(cli, [&](const DeviceFacts&) { return footprint; }, quiet);
+  return open_run(
+      cli, [&](const DeviceFacts&) { return footprint; }, quiet);
 }
 
 Run open_run(const Cli& cli, const std::function<Footprint(const DeviceFacts&)>& footprint, bool quiet) {

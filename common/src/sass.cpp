@@ -26,7 +26,8 @@ namespace cml::sass {
 namespace {
 std::string demangle(const std::string& mangled) {
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
+                                             std::free);
   return status == 0 && out ? std::string(out.get()) : mangled;
 }
 
@@ -43,8 +44,7 @@ std::vector<Function> parse(const std::string& text) {
   static const std::regex arch_line(R"(^\s*arch\s*=\s*sm_(\d+))");
   // "/*0080*/   @!P0 BRA 0xc0 ;" -> BRA; "/*0010*/   LDC.64 R6, c[0x0][0x218] ;" -> LDC.64 and
   // its operands
-  static const std::regex instruction(
-      R"(^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*)([^;]*))");
+  static const std::regex instruction(R"(^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*)([^;]*))");
   std::vector<Function> out;
   std::istringstream in(text);
   std::string line;
@@ -166,7 +166,8 @@ std::optional<std::string> find_cuobjdump() {
     const fs::path venv = p / ".venv" / "lib";
     std::error_code ec;
     if (!fs::is_directory(venv, ec)) continue;
-    for (const auto& py : fs::directory_iterator(venv, ec)) dirs.push_back((py.path() / "site-packages/nvidia/cu13/bin").string());
+    for (const auto& py : fs::directory_iterator(venv, ec))
+      dirs.push_back((py.path() / "site-packages/nvidia/cu13/bin").string());
     break;
   }
   return tools::find({"cuobjdump", "nvdisasm"}, dirs);  // cuobjdump needs nvdisasm for SASS
@@ -229,8 +230,9 @@ std::vector<Function> dump(const std::string& binary) {
   if (text.empty()) {
     const auto tool = find_cuobjdump();
     if (!tool)
-      throw Skip("cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
-                 "nvidia-cuda-nvdisasm into .venv): the SASS cannot be checked");
+      throw Skip(
+          "cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
+          "nvidia-cuda-nvdisasm into .venv): the SASS cannot be checked");
     // One run for both: each kernel's resource line and its SASS, in one text.
     text = run_cuobjdump(*tool, "-res-usage -sass", binary);
     // Written whole under another name, then renamed: a reader never sees half of it.

@@ -16,7 +16,8 @@ namespace {
 __global__ void scrub_shared_kernel(int words, unsigned word) {
   extern __shared__ unsigned junk[];
   volatile unsigned* const v = junk;
-  for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x)) v[i] = word ^ static_cast<unsigned>(i);
+  for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x))
+    v[i] = word ^ static_cast<unsigned>(i);
 }
 
 }  // namespace

@@ -45,8 +45,8 @@ WarpAccess strided_access(std::uint64_t base, std::uint64_t warp, std::uint64_t 
 
 namespace {
 template <typename F>
-void each_warp(std::uint64_t base, std::uint64_t warps, std::uint64_t stride, std::uint64_t offset,
-               unsigned elem_bytes, F&& f) {
+void each_warp(std::uint64_t base, std::uint64_t warps, std::uint64_t stride, std::uint64_t offset, unsigned elem_bytes,
+               F&& f) {
   if (warps == 0) throw std::invalid_argument("sector model: at least one warp");
   for (std::uint64_t w = 0; w < warps; ++w) f(count_sectors(strided_access(base, w, stride, offset, elem_bytes)));
 }

@@ -23,12 +23,14 @@ template <typename Fn>
 Fn required(const char* name, int version) {
   const auto fn = driver_function<Fn>(name, version);
   if (fn == nullptr)
-    throw UsageError(std::string("CML_SM_LIMIT: the driver has no ") + name + " (green contexts need a CUDA 12.4 driver)");
+    throw UsageError(std::string("CML_SM_LIMIT: the driver has no ") + name +
+                     " (green contexts need a CUDA 12.4 driver)");
   return fn;
 }
 
 void check(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw UsageError(std::string("CML_SM_LIMIT: ") + what + " failed (CUresult " + std::to_string(r) + ")");
+  if (r != CUDA_SUCCESS)
+    throw UsageError(std::string("CML_SM_LIMIT: ") + what + " failed (CUresult " + std::to_string(r) + ")");
 }
 
 // The green context limit_sms made for each device, for the threads that enter it later.
@@ -69,8 +71,7 @@ void enter_device(int index) {
 int limit_sms(int index, int sms) {
   const auto get_resource = required<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource", 12040);
   const auto split = required<PFN_cuDevSmResourceSplitByCount_v12040>("cuDevSmResourceSplitByCount", 12040);
-  const auto describe_resources =
-      required<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc", 12040);
+  const auto describe_resources = required<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc", 12040);
   const auto create = required<PFN_cuGreenCtxCreate_v12040>("cuGreenCtxCreate", 12040);
   const auto as_context = required<PFN_cuCtxFromGreenCtx_v12040>("cuCtxFromGreenCtx", 12040);
   const auto make_current = required<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent", 4000);
@@ -85,7 +86,8 @@ int limit_sms(int index, int sms) {
   // One group of at least `sms` SMs (the driver rounds up to its partition granularity:
   // 8 SMs on sm_90).
   check(split(&part, &groups, &all, &rest, 0, static_cast<unsigned>(sms)), "cuDevSmResourceSplitByCount");
-  if (groups < 1) throw UsageError("CML_SM_LIMIT=" + std::to_string(sms) + ": the driver made no partition of that size");
+  if (groups < 1)
+    throw UsageError("CML_SM_LIMIT=" + std::to_string(sms) + ": the driver made no partition of that size");
   CUdevResourceDesc desc{};
   check(describe_resources(&desc, &part, 1), "cuDevResourceGenerateDesc");
   CUgreenCtx green{};

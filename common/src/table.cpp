@@ -15,8 +15,8 @@ Table::Table(std::string name, std::vector<std::string> columns)
 
 Table& Table::row(std::vector<std::string> cells) {
   if (cells.size() != columns_.size())
-    throw std::logic_error("table " + name_ + ": a row has " + std::to_string(cells.size()) +
-                           " cells for " + std::to_string(columns_.size()) + " columns");
+    throw std::logic_error("table " + name_ + ": a row has " + std::to_string(cells.size()) + " cells for " +
+                           std::to_string(columns_.size()) + " columns");
   rows_.push_back(std::move(cells));
   return *this;
 }

@@ -7,8 +7,8 @@ namespace cml::tile_sum {
 // the read-only path: `in` is const __restrict__), two tiles per round so that two loads
 // per thread are in flight, and computes on registers. No shared memory, no barrier: what
 // moving the array through the SMs can reach.
-__global__ void __launch_bounds__(kThreads) sum_read_only_kernel(const Word* __restrict__ in, std::size_t n,
-                                                                   Word* __restrict__ partial, int compute) {
+__global__ void __launch_bounds__(kThreads)
+    sum_read_only_kernel(const Word* __restrict__ in, std::size_t n, Word* __restrict__ partial, int compute) {
   const std::size_t tiles = tile_count(n);
   const std::size_t full = n / kTileWords;  // tiles with all kTileWords words
   const int first = 4 * static_cast<int>(threadIdx.x);

@@ -50,13 +50,10 @@ Stats summarize(std::vector<double> s) {
   return out;
 }
 
-double gbps(std::size_t bytes, double ms) {
-  return ms > 0 ? static_cast<double>(bytes) / (ms * 1e-3) / 1e9 : 0.0;
-}
+double gbps(std::size_t bytes, double ms) { return ms > 0 ? static_cast<double>(bytes) / (ms * 1e-3) / 1e9 : 0.0; }
 
 namespace {
-double run_once(const Work& work, cudaStream_t stream, Clock clock, const Event& start,
-                const Event& stop) {
+double run_once(const Work& work, cudaStream_t stream, Clock clock, const Event& start, const Event& stop) {
   if (clock == Clock::Events) {
     start.record(stream);
     work(stream);
@@ -73,8 +70,8 @@ double run_once(const Work& work, cudaStream_t stream, Clock clock, const Event&
 }
 }  // namespace
 
-std::vector<Stats> time_interleaved(const std::vector<Work>& variants, cudaStream_t stream,
-                                    TimingOptions opts, Clock clock) {
+std::vector<Stats> time_interleaved(const std::vector<Work>& variants, cudaStream_t stream, TimingOptions opts,
+                                    Clock clock) {
   return time_interleaved({}, variants, stream, opts, clock);
 }
 

@@ -44,13 +44,12 @@ std::string Trace::to_csv() const {
     std::string text;
   };
   std::vector<Row> rows;
-  auto add = [&rows, origin](const std::string& type, const std::string& name,
-                             const std::string& kind, const std::string& src,
-                             const std::string& dst, const std::string& bytes,
+  auto add = [&rows, origin](const std::string& type, const std::string& name, const std::string& kind,
+                             const std::string& src, const std::string& dst, const std::string& bytes,
                              const std::string& stream, const Interval& when) {
     std::ostringstream line;
-    line << type << ',' << csv_field(name) << ',' << kind << ',' << src << ',' << dst << ','
-         << bytes << ',' << stream << ',';
+    line << type << ',' << csv_field(name) << ',' << kind << ',' << src << ',' << dst << ',' << bytes << ',' << stream
+         << ',';
     if (timed(when)) {
       // A record can start before the origin only if it is untimed; guard anyway.
       const auto rel = [origin](std::uint64_t t) { return t >= origin ? t - origin : 0; };
@@ -62,23 +61,19 @@ std::string Trace::to_csv() const {
   };
 
   for (const auto& c : copies)
-    add("copy", "", to_string(c.kind), to_string(c.src), to_string(c.dst),
-        std::to_string(c.bytes), std::to_string(c.stream_id), c.when);
-  for (const auto& k : kernels)
-    add("kernel", k.name, "", "", "", "", std::to_string(k.stream_id), k.when);
+    add("copy", "", to_string(c.kind), to_string(c.src), to_string(c.dst), std::to_string(c.bytes),
+        std::to_string(c.stream_id), c.when);
+  for (const auto& k : kernels) add("kernel", k.name, "", "", "", "", std::to_string(k.stream_id), k.when);
   for (const auto& m : memsets)
-    add("memset", "", "", "", to_string(m.memory), std::to_string(m.bytes),
-        std::to_string(m.stream_id), m.when);
+    add("memset", "", "", "", to_string(m.memory), std::to_string(m.bytes), std::to_string(m.stream_id), m.when);
   for (const auto& u : unified) {
     // `value` is bytes only for the transfer counters (a fault count otherwise), and CUPTI
     // documents the unified records' stream id as invalid: both columns stay empty there.
-    const bool is_bytes = u.kind == UnifiedKind::BytesHtoD || u.kind == UnifiedKind::BytesDtoH ||
-                          u.kind == UnifiedKind::BytesDtoD;
-    add("unified", "", to_string(u.kind), "", "", is_bytes ? std::to_string(u.value) : "", "",
-        u.when);
+    const bool is_bytes =
+        u.kind == UnifiedKind::BytesHtoD || u.kind == UnifiedKind::BytesDtoH || u.kind == UnifiedKind::BytesDtoD;
+    add("unified", "", to_string(u.kind), "", "", is_bytes ? std::to_string(u.value) : "", "", u.when);
   }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const Row& a, const Row& b) { return a.start < b.start; });
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.start < b.start; });
 
   std::string out = "type,name,kind,src,dst,bytes,stream,start_ns,end_ns\n";
   for (const Row& r : rows) out += r.text + "\n";

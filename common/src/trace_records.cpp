@@ -188,14 +188,12 @@ void parse(const CUpti_Activity* rec, Trace& into) {
         case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP:
           u.when.end = u.when.start;  // `end` is documented as meaningless for these
           break;
-        default:
-          break;
+        default: break;
       }
       into.unified.push_back(u);
       break;
     }
-    default:
-      break;  // kinds we never enable (another CUPTI client in the process may have)
+    default: break;  // kinds we never enable (another CUPTI client in the process may have)
   }
 }
 

@@ -64,8 +64,7 @@ void release_recording_slot() { g_recording.store(false); }
 // reason about "the first copy" or "the copy before the kernel".
 template <typename Record>
 void sort_by_start(std::vector<Record>& xs) {
-  std::stable_sort(xs.begin(), xs.end(),
-                   [](const Record& a, const Record& b) { return a.when.start < b.when.start; });
+  std::stable_sort(xs.begin(), xs.end(), [](const Record& a, const Record& b) { return a.when.start < b.when.start; });
 }
 
 }  // namespace
@@ -191,8 +190,7 @@ Trace Recorder::stop() {
   // Drops not yet counted by a buffer_completed call. Asked outside the store's lock:
   // CUPTI may hold its own lock while it calls buffer_completed, which takes ours.
   size_t late = 0;
-  if (g_callbacks_registered && cuptiActivityGetNumDroppedRecords(nullptr, 0, &late) != CUPTI_SUCCESS)
-    late = 0;
+  if (g_callbacks_registered && cuptiActivityGetNumDroppedRecords(nullptr, 0, &late) != CUPTI_SUCCESS) late = 0;
   {
     Store& s = store();
     std::lock_guard<std::mutex> lock(s.mu);

@@ -48,8 +48,7 @@ std::string enable_unified_memory() {
   std::vector<CUpti_ActivityUnifiedMemoryCounterConfig> all;
   for (const Wanted& w : wanted) all.push_back(config_of(w.kind));
   std::string err;
-  if (cuptiActivityConfigureUnifiedMemoryCounter(all.data(), static_cast<uint32_t>(all.size())) !=
-      CUPTI_SUCCESS) {
+  if (cuptiActivityConfigureUnifiedMemoryCounter(all.data(), static_cast<uint32_t>(all.size())) != CUPTI_SUCCESS) {
     for (const Wanted& w : wanted) {
       CUpti_ActivityUnifiedMemoryCounterConfig one = config_of(w.kind);
       const CUptiResult r = cuptiActivityConfigureUnifiedMemoryCounter(&one, 1);

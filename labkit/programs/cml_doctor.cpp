@@ -44,13 +44,13 @@ int main(int argc, char** argv) {
     const cml::DeviceFacts f = cml::select_device(cli.device());
     std::printf("%s", cml::describe(f).c_str());
     std::printf("  asyncEngineCount=%d (%s)\n", f.async_engine_count,
-                f.async_engine_count >= 2 ? "copies in both directions can overlap each other and kernels"
+                f.async_engine_count >= 2   ? "copies in both directions can overlap each other and kernels"
                 : f.async_engine_count == 1 ? "one copy at a time can overlap kernels"
                                             : "copies do not overlap kernels");
     std::printf("  managedMemory=%d  concurrentManagedAccess=%d  canMapHostMemory=%d\n", f.managed_memory,
                 f.concurrent_managed_access, f.can_map_host_memory);
-    std::printf("  shared memory per block (opt-in)=%d KiB  resident threads per SM=%d\n", f.shared_per_block_optin / 1024,
-                f.threads_per_sm);
+    std::printf("  shared memory per block (opt-in)=%d KiB  resident threads per SM=%d\n",
+                f.shared_per_block_optin / 1024, f.threads_per_sm);
     std::printf("  L2=%zu MiB  free memory=%s of %s\n", f.l2_bytes >> 20, cml::format_bytes(f.free_bytes).c_str(),
                 cml::format_bytes(f.total_bytes).c_str());
     std::printf("  DRAM peak (from attributes)=%.0f GB/s\n", f.dram_peak_gbps());

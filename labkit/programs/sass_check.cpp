@@ -42,7 +42,8 @@ std::string not_compiled_for(const std::string& chapter, int step, int arch) {
   for (const auto& need : cml::needs::of(chapter, step))
     if (need.key == "cc" && need.value > arch)
       return "sm_" + std::to_string(arch) + ": step " + std::to_string(step) + " of chapter " + chapter + " needs " +
-             cml::needs::describe(need) + " (" + need.what + "), which this GPU lacks: its code here shows nothing "
+             cml::needs::describe(need) + " (" + need.what +
+             "), which this GPU lacks: its code here shows nothing "
              "of the step (a trap, or the copies through registers), so it is not checked";
   return "";
 }

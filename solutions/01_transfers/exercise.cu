@@ -30,9 +30,7 @@ void free_pinned(void* p) { CUDA_CHECK(cudaFreeHost(p)); }
 
 // Step 1, in place: cudaHostRegister pins pages the program already owns. Registering is a heavy
 // call (the OS locks every page): do it once for a buffer that is copied many times.
-void pin_existing(void* p, std::size_t bytes) {
-  CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
-}
+void pin_existing(void* p, std::size_t bytes) { CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); }
 
 void unpin_existing(void* p) { CUDA_CHECK(cudaHostUnregister(p)); }
 
@@ -46,17 +44,16 @@ void unpin_existing(void* p) { CUDA_CHECK(cudaHostUnregister(p)); }
 namespace {
 
 // Packs pieces [first, last) into their place in staging.host and sends them.
-void pack_and_send(const PieceBatch& batch, const Staging& staging, cudaStream_t stream,
-                   std::size_t first, std::size_t last) {
+void pack_and_send(const PieceBatch& batch, const Staging& staging, cudaStream_t stream, std::size_t first,
+                   std::size_t last) {
   const std::size_t per_copy = std::max<std::size_t>(1, (std::size_t{1} << 20) / batch.piece_bytes);
   for (std::size_t begin = first; begin < last; begin += per_copy) {
     const std::size_t end = std::min(last, begin + per_copy);
     for (std::size_t i = begin; i < end; ++i)
-      std::memcpy(staging.host + i * batch.piece_bytes, batch.host_base + batch.host_offsets[i],
-                  batch.piece_bytes);
+      std::memcpy(staging.host + i * batch.piece_bytes, batch.host_base + batch.host_offsets[i], batch.piece_bytes);
     const std::size_t offset = begin * batch.piece_bytes;
-    CUDA_CHECK(cudaMemcpyAsync(staging.device + offset, staging.host + offset,
-                               (end - begin) * batch.piece_bytes, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaMemcpyAsync(staging.device + offset, staging.host + offset, (end - begin) * batch.piece_bytes,
+                               cudaMemcpyHostToDevice, stream));
   }
 }
 
@@ -87,8 +84,7 @@ ZeroCopy allocate_zero_copy(std::size_t bytes) {
 
 // Nothing to do: the kernel reads the host's bytes where they are. Stream order already
 // guarantees the kernel starts after what the host did before launching it.
-void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,
-                        [[maybe_unused]] cudaStream_t stream) {}
+void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer, [[maybe_unused]] cudaStream_t stream) {}
 
 void free_zero_copy(ZeroCopy& buffer) {
   CUDA_CHECK(cudaFreeHost(buffer.host));

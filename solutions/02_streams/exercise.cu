@@ -69,16 +69,16 @@ Chunk chunk_of(std::size_t c, std::size_t n, std::size_t chunks) {
 // An empty chunk issues nothing: a zero-byte copy is legal but costs a call.
 void copy_in(const Problem& p, Chunk k, cudaStream_t s) {
   if (k.count == 0) return;
-  CUDA_CHECK(cudaMemcpyAsync(p.device_in + k.first, p.host_in + k.first, k.count * sizeof(int),
-                             cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(
+      cudaMemcpyAsync(p.device_in + k.first, p.host_in + k.first, k.count * sizeof(int), cudaMemcpyHostToDevice, s));
 }
 void compute(const Problem& p, Chunk k, cudaStream_t s) {
   launch_add(p.device_in + k.first, p.device_out + k.first, k.count, p.cycles, p.add_value, s);
 }
 void copy_out(const Problem& p, Chunk k, cudaStream_t s) {
   if (k.count == 0) return;
-  CUDA_CHECK(cudaMemcpyAsync(p.host_out + k.first, p.device_out + k.first, k.count * sizeof(int),
-                             cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(
+      cudaMemcpyAsync(p.host_out + k.first, p.device_out + k.first, k.count * sizeof(int), cudaMemcpyDeviceToHost, s));
 }
 }  // namespace
 
@@ -89,8 +89,7 @@ void copy_out(const Problem& p, Chunk k, cudaStream_t s) {
 // hardware queue; it only works with a stream per chunk: with fewer streams, stream order
 // makes chunk c's kernel wait for every later copy in queued before it on the same stream.
 // Depth-first has no such trap (see docs/02_streams.md).
-void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std::size_t chunks,
-                IssueOrder order) {
+void run_staged(const Problem& p, const std::vector<cudaStream_t>& streams, std::size_t chunks, IssueOrder order) {
   chunks = std::max<std::size_t>(1, chunks);
   const auto stream_of = [&](std::size_t c) { return streams[c % streams.size()]; };
   const auto done = [&](std::size_t c) {

@@ -61,7 +61,7 @@ __global__ void copy_vectorized_kernel(const float* __restrict__ in, float* __re
 
 void copy_vectorized(const float* in, float* out, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  const std::size_t threads = n / 4 + n % 4;  // one per float4, one per tail float
+  const std::size_t threads = n / 4 + n % 4;         // one per float4, one per tail float
   const std::size_t blocks = (threads + 255) / 256;  // < 2^31 - 1 for any n cudaMalloc can hold
   copy_vectorized_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(in, out, n);
   CUDA_CHECK_LAUNCH();

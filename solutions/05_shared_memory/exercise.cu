@@ -82,8 +82,8 @@ __device__ __forceinline__ int tile_index(int row, int col) {
 template <int T, int Pad, bool Swizzle, bool Whole>
 __device__ __forceinline__ void move_tile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
                                           int row0, int col0, float* tile) {
-  constexpr int kStrips = T / kTile;        // 32-column strips of the tile: one float per lane each
-  constexpr int kRounds = T / kBlockRows;   // rows of a strip one thread moves
+  constexpr int kStrips = T / kTile;       // 32-column strips of the tile: one float per lane each
+  constexpr int kRounds = T / kBlockRows;  // rows of a strip one thread moves
   const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
   const auto inside = [&](int r, int c, int r_end, int c_end) { return Whole || (r < r_end && c < c_end); };
   // Read: a warp (fixed y) takes 32 consecutive floats of one row of `in`. Every load is
@@ -96,7 +96,7 @@ __device__ __forceinline__ void move_tile(const float* __restrict__ in, float* _
     for (int k = 0; k < kRounds; ++k)
       if (inside(row0 + y + k * kBlockRows, col0 + x + h * kTile, rows, cols))
         v[h][k] = src[static_cast<std::size_t>(k * kBlockRows) * cols + h * kTile];
-  // Stores along one row of the tile: 32 consecutive words, 32 banks.
+        // Stores along one row of the tile: 32 consecutive words, 32 banks.
 #pragma unroll
   for (int h = 0; h < kStrips; ++h)
 #pragma unroll
@@ -151,7 +151,8 @@ void launch_tiles(Kernel kernel, const float* in, float* out, int rows, int cols
 }  // namespace
 
 // ---- Step 1 -----------------------------------------------------------------------------
-__global__ void __launch_bounds__(kTile * kBlockRows, kBlocksPerSm) transpose_tiled_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+__global__ void __launch_bounds__(kTile* kBlockRows, kBlocksPerSm)
+    transpose_tiled_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   transpose_tile<kSolutionTile, 0, false>(in, out, rows, cols);
 }
 
@@ -163,7 +164,8 @@ void transpose_tiled(const float* in, float* out, int rows, int cols, cudaStream
 // One float of pad per row: row i starts at word (T + 1) i, so a column's 32 words fall in
 // banks (i (T + 1) + c) % 32 = (i + c) % 32 for T a multiple of 32, all different. The pad
 // goes on the rows (the second dimension): a pad row at the end would change nothing.
-__global__ void __launch_bounds__(kTile * kBlockRows, kBlocksPerSm) transpose_padded_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+__global__ void __launch_bounds__(kTile* kBlockRows, kBlocksPerSm)
+    transpose_padded_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   transpose_tile<kSolutionTile, 1, false>(in, out, rows, cols);
 }
 
@@ -172,7 +174,8 @@ void transpose_padded(const float* in, float* out, int rows, int cols, cudaStrea
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
-__global__ void __launch_bounds__(kTile * kBlockRows, kBlocksPerSm) transpose_swizzled_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+__global__ void __launch_bounds__(kTile* kBlockRows, kBlocksPerSm)
+    transpose_swizzled_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   transpose_tile<kSolutionTile, 0, true>(in, out, rows, cols);
 }
 
@@ -204,7 +207,7 @@ __global__ void transpose_wide_kernel(const float4* __restrict__ in, float4* __r
   __shared__ float4 tile[kWideTile][kWideVecs];
   const int t = threadIdx.x;
   const auto [row0, col0] = tile_origin(rows, kWideTile);  // in the same order as steps 1-3
-  const int vecs_in = cols / 4, vecs_out = rows / 4;  // float4 per row of in, of out
+  const int vecs_in = cols / 4, vecs_out = rows / 4;       // float4 per row of in, of out
   // Read: 16 lanes cover one tile row (256 contiguous bytes), a warp two rows.
   for (int r = t / kWideVecs; r < kWideTile; r += kWideThreads / kWideVecs) {
     const int v = t % kWideVecs;

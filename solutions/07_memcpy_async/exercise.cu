@@ -167,7 +167,7 @@ __device__ __forceinline__ void sum_pipelined(const Job& job) {
     __syncthreads();       // ...and every other thread's too
     acc = compute_tile(stage_buf + use * kTileWords, tile_span(job, t).count, job.compute, acc);
     use = next_slot(use, stages);
-    __syncthreads();       // every thread is done with this buffer before it is refilled
+    __syncthreads();  // every thread is done with this buffer before it is refilled
     pipe.consumer_release();
   }
   finish_block(acc, job.partial);

@@ -64,7 +64,9 @@ __device__ __forceinline__ void copy_tiles_body(const Word* in, std::size_t n, W
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     for (int p = static_cast<int>(threadIdx.x); p < kPieces; p += kThreads) {
       const std::size_t at = t * kTileBytes + static_cast<std::size_t>(p) * Bytes;  // the piece's first byte in `in`
-      const int left = at >= n_bytes ? 0 : n_bytes - at < static_cast<std::size_t>(Bytes) ? static_cast<int>(n_bytes - at) : Bytes;
+      const int left = at >= n_bytes                                    ? 0
+                       : n_bytes - at < static_cast<std::size_t>(Bytes) ? static_cast<int>(n_bytes - at)
+                                                                        : Bytes;
       cp_async<Bytes, C>(reinterpret_cast<char*>(tile) + p * Bytes, src + (left > 0 ? at : t * kTileBytes), left);
     }
     cp_async_wait_all();  // this thread's pieces have landed...
@@ -93,10 +95,14 @@ __global__ void __launch_bounds__(kThreads) copy_tiles_cg16_kernel(const Word* i
 
 // Launches the kernel of one width and cache level (cp_async_ptx.cuh).
 void copy_tiles(int bytes, Cache cache, const Word* in, std::size_t n, Word* out, int blocks, cudaStream_t stream) {
-  if (cache == Cache::ca && bytes == 4) copy_tiles_ca4_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
-  else if (cache == Cache::ca && bytes == 8) copy_tiles_ca8_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
-  else if (cache == Cache::ca && bytes == 16) copy_tiles_ca16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
-  else if (cache == Cache::cg && bytes == 16) copy_tiles_cg16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  if (cache == Cache::ca && bytes == 4)
+    copy_tiles_ca4_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  else if (cache == Cache::ca && bytes == 8)
+    copy_tiles_ca8_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  else if (cache == Cache::ca && bytes == 16)
+    copy_tiles_ca16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
+  else if (cache == Cache::cg && bytes == 16)
+    copy_tiles_cg16_kernel<<<blocks, kThreads, 0, stream>>>(in, n, out);
   else
     throw std::invalid_argument("copy_tiles: no " + std::string(cache == Cache::cg ? "cp.async.cg" : "cp.async.ca") +
                                 " copy of " + std::to_string(bytes) + " bytes (.ca: 4, 8, 16; .cg: 16)");
@@ -159,7 +165,9 @@ __device__ __forceinline__ void copy_share(Word* dst, const Word* src, int count
 // shows in the bandwidth (chapter 07 measured 10-25 % for its run-time k % stages): two int
 // counters that wrap give the same stages for a compare.
 template <int Stages>
-__device__ __forceinline__ int next_stage(int slot) { return slot + 1 == Stages ? 0 : slot + 1; }
+__device__ __forceinline__ int next_stage(int slot) {
+  return slot + 1 == Stages ? 0 : slot + 1;
+}
 
 // Chapter 07's pipeline, its bookkeeping by hand. The k-th tile of this block goes to stage
 // k % Stages, counted by `fill` (the next fetch's stage) and `use` (the next compute's).
@@ -189,7 +197,7 @@ __device__ __forceinline__ void sum_pipelined(const Job& job) {
   for (int k = 0; k + 1 < Stages; ++k) fetch(k);
   Word acc = 0;
   for (std::size_t k = 0, t = blockIdx.x; t < tiles; ++k, t += gridDim.x) {
-    fetch(k + Stages - 1);  // refills the stage tile k - 1 used: freed by the barrier that ended it
+    fetch(k + Stages - 1);        // refills the stage tile k - 1 used: freed by the barrier that ended it
     cp_async_wait<Stages - 1>();  // this thread's copies of tile k have landed...
     __syncthreads();              // ...and every other thread's
     acc = compute_tile(stage_buf + use * kTileWords, tile_span(job, t).count, job.compute, acc);
@@ -238,8 +246,8 @@ void sum_fast(const Job& job, cudaStream_t stream) {
 // fetch(k, dst, bar) (thread 0 only) starts the block's k-th tile into `dst` on `bar`;
 // compute(k, tile, acc) adds it to the sum once it has landed.
 template <int Stages, int StageWords, class Fetch, class Compute>
-__device__ __forceinline__ void mbarrier_pipeline(std::size_t tiles, Report* report, Fetch&& fetch,
-                                                  Compute&& compute, Word* partial) {
+__device__ __forceinline__ void mbarrier_pipeline(std::size_t tiles, Report* report, Fetch&& fetch, Compute&& compute,
+                                                  Word* partial) {
   extern __shared__ __align__(128) Word landing[];  // Stages x StageWords; 128-byte aligned for TMA
   __shared__ std::uint64_t full[Stages];
   if (threadIdx.x == 0) {
@@ -340,10 +348,11 @@ CUtensorMap tensor_map_for(const Matrix& m, int box_rows) {
   if (m.rows == 0 || m.cols == 0) return map;
   const std::uint64_t stride = m.pitch * sizeof(Word);
   if (m.pitch < m.cols)
-    throw std::invalid_argument("tensor_map_for: a pitch of " + std::to_string(m.pitch) + " words is shorter than a row of " +
-                                std::to_string(m.cols));
+    throw std::invalid_argument("tensor_map_for: a pitch of " + std::to_string(m.pitch) +
+                                " words is shorter than a row of " + std::to_string(m.cols));
   if (stride % 16 != 0)
-    throw std::invalid_argument("tensor_map_for: rows " + std::to_string(stride) + " bytes apart: TMA needs the row stride "
+    throw std::invalid_argument("tensor_map_for: rows " + std::to_string(stride) +
+                                " bytes apart: TMA needs the row stride "
                                 "to be a multiple of 16 bytes; allocate the matrix pitched (a pitch of " +
                                 std::to_string((m.pitch + 3) / 4 * 4) + " words)");
   if (reinterpret_cast<std::uintptr_t>(m.data) % 16 != 0)
@@ -362,8 +371,8 @@ CUtensorMap tensor_map_for(const Matrix& m, int box_rows) {
                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // outside: zeros
   if (r != CUDA_SUCCESS)
     throw std::runtime_error("cuTensorMapEncodeTiled refused a " + std::to_string(m.rows) + " x " +
-                             std::to_string(m.cols) + " matrix (pitch " + std::to_string(m.pitch) + " words): CUresult " +
-                             std::to_string(static_cast<int>(r)));
+                             std::to_string(m.cols) + " matrix (pitch " + std::to_string(m.pitch) +
+                             " words): CUresult " + std::to_string(static_cast<int>(r)));
   return map;
 }
 
@@ -373,7 +382,8 @@ CUtensorMap tensor_map_for(const Matrix& m, int box_rows) {
 // kPlanBoxBytes. The tensor map is a __grid_constant__ parameter: TMA reads it from the
 // kernel's parameter space by its address.
 template <int Stages>
-__global__ void __launch_bounds__(kThreads) sum_tma_kernel(const __grid_constant__ CUtensorMap map, const MatrixJob job) {
+__global__ void __launch_bounds__(kThreads)
+    sum_tma_kernel(const __grid_constant__ CUtensorMap map, const MatrixJob job) {
   const auto fetch = [&](std::size_t k, Word* dst, std::uint64_t* bar) {
     const BoxSpan b = box_span(job.in, kPlan.box_rows, blockIdx.x + k * gridDim.x);
     mbarrier_arrive_expect_tx(bar, kPlanBoxBytes);

@@ -144,7 +144,9 @@ static_assert(kBlockM * kBK / 4 == kThreads && kBK * kBlockN / 4 == kThreads, "o
 __device__ __forceinline__ int pipe_first_row(int warp, int lane) { return (warp / kWarpsN) * kWarpM + lane / 4; }
 #endif
 template <int WarpN = kWarpN, int WarpsN = kWarpsN>
-__device__ __forceinline__ int pipe_first_col(int warp, int lane) { return (warp % WarpsN) * WarpN + lane % 4 * 4; }
+__device__ __forceinline__ int pipe_first_col(int warp, int lane) {
+  return (warp % WarpsN) * WarpN + lane % 4 * 4;
+}
 
 // One stage's worth of k (BK) into acc. as: BK floats per row of A's tile, row pitch
 // APitch; `swizzle` is the XOR the copy applied to the 16-byte piece index of this thread's
@@ -283,8 +285,9 @@ constexpr unsigned long long kWaitLimitNs = 4'000'000'000ull;
 // What a thread says before it traps: which barrier of which stage never completed. A
 // printf with arguments passes them through a buffer in local memory, which this kernel
 // keeps none of (its SASS has no STL: the tests check), so each message is a literal.
-#define CH09_GAVE_UP(barrier, s)                                                    \
-  printf("sgemm_tma_kernel: the " barrier " barrier of stage " #s " did not complete" \
+#define CH09_GAVE_UP(barrier, s)                                  \
+  printf("sgemm_tma_kernel: the " barrier " barrier of stage " #s \
+         " did not complete"                                      \
          " in 4 s (a byte count, a parity or an arrival that never comes)\n")
 __device__ __noinline__ void give_up(bool full, int stage) {
   static_assert(tma::kStages <= 4, "one message per stage below");
@@ -335,9 +338,9 @@ CUtensorMap tensor_map(const float* data, int rows, int cols, int ld, int box_ro
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * sizeof(float)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder("sgemm_tma")(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(data), dims, strides,
-                                    box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = tensor_map_encoder("sgemm_tma")(
+      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(data), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw std::runtime_error("sgemm_tma: cuTensorMapEncodeTiled refused a " + std::to_string(rows) + " x " +
                              std::to_string(cols) + " view (ld " + std::to_string(ld) + "): CUresult " +
@@ -373,8 +376,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSm)
       bs[r][x] = p0 + r < k && col0 + x < n ? b[static_cast<std::size_t>(p0 + r) * ldb + col0 + x] : 0.0f;
     }
     __syncthreads();  // every thread reads elements other threads stored
-    // as[y + 8i][p] is one word for the whole warp (a broadcast), bs[p][x] 32 consecutive
-    // words: neither load conflicts.
+                      // as[y + 8i][p] is one word for the whole warp (a broadcast), bs[p][x] 32 consecutive
+                      // words: neither load conflicts.
 #pragma unroll
     for (int p = 0; p < kTile; ++p) {
       const float bv = bs[p][x];
@@ -395,7 +398,7 @@ void sgemm_tiled(ConstView a, ConstView b, View c, cudaStream_t stream) {
   const int m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0) return;
   sgemm_tiled_kernel<<<tile_blocks(m, n, kTile, kTile), dim3(kTile, kTileRows), 0, stream>>>(a.data, a.ld, b.data, b.ld,
-                                                                                           c.data, c.ld, m, n, k);
+                                                                                             c.data, c.ld, m, n, k);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -444,7 +447,7 @@ void gram_tiled(ConstView a, View c, cudaStream_t stream) {
   const int m = c.rows, k = a.cols;
   if (m == 0) return;
   gram_tiled_kernel<<<tile_blocks(m, m, kTile, kTile), dim3(kTile, kTileRows), 0, stream>>>(a.data, a.ld, c.data, c.ld,
-                                                                                          m, k);
+                                                                                            m, k);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -479,7 +482,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     const int p0 = t * kBK;
     a_next = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const int p = p0 + b_row;
-    b_next = p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    b_next =
+        p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   };
   const auto stash = [&](int buf) {  // registers -> shared, A transposed
     as[buf][a_col + 0][a_row] = a_next.x;
@@ -714,8 +718,9 @@ template <int Stages>
 void launch_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, View c, int k, cudaStream_t stream) {
   static const bool asked = allow_shared(sgemm_tma_kernel<Stages>, tma::smem_bytes(Stages));
   (void)asked;
-  sgemm_tma_kernel<Stages><<<tile_blocks(c.rows, c.cols, kBlockM, tma::kBlockN), kThreads, tma::smem_bytes(Stages),
-                             stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
+  sgemm_tma_kernel<Stages>
+      <<<tile_blocks(c.rows, c.cols, kBlockM, tma::kBlockN), kThreads, tma::smem_bytes(Stages), stream>>>(
+          map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
 }
 
 // Whether a block of this GPU may have the shared memory of `stages` stages: one attribute,

@@ -33,7 +33,7 @@ TEST_CASE("a stride of s words conflicts gcd(s, 32)-way", "[cpu][banks]") {
   CHECK(two.ways == 2);
   CHECK(count(4, [](unsigned l) { return 4 * l; }).wavefronts == 4);
   CHECK(count(4, [](unsigned l) { return 3 * l; }).wavefronts == 1);  // odd strides visit every bank
-  const auto column = count(4, [](unsigned l) { return 32 * l; });  // a 32-float tile's column
+  const auto column = count(4, [](unsigned l) { return 32 * l; });    // a 32-float tile's column
   CHECK(column.wavefronts == 32);
   CHECK(column.conflicts == 31);
   CHECK(column.detail.at(0).worst_bank == 0);
@@ -99,13 +99,15 @@ TEST_CASE("16-byte accesses are served per quarter-warp: 4 wavefronts reported a
 }
 
 TEST_CASE("notes smem_t1: one active half-warp of 8-byte loads is one wavefront", "[cpu][banks]") {
-  const auto c = count(8, [](unsigned l) { return l; }, 0x0000ffffu);
+  const auto c = count(
+      8, [](unsigned l) { return l; }, 0x0000ffffu);
   CHECK(c.transactions == 1);
   CHECK(c.wavefronts == 1);
 }
 
 TEST_CASE("notes smem_t2: lanes 0-14 and 16 active, 16 reading 15's element, take 2 wavefronts", "[cpu][banks]") {
-  const auto c = count(8, [](unsigned l) { return l == 16 ? 15u : l; }, 0x00017fffu);
+  const auto c = count(
+      8, [](unsigned l) { return l == 16 ? 15u : l; }, 0x00017fffu);
   CHECK(c.transactions == 2);
   CHECK(c.wavefronts == 2);
   CHECK_FALSE(c.merged);
@@ -120,14 +122,14 @@ TEST_CASE("notes smem_t3: lanes i and i^1 reading one address merge the half-war
   // The partner i^2 works as well.
   CHECK(count(8, [](unsigned l) { return (l / 4) * 2 + (l % 2); }).transactions == 1);
   // And an inactive partner counts as agreeing: only even lanes active.
-  CHECK(count(8, [](unsigned l) { return l / 2; }, 0x55555555u).transactions == 1);
+  CHECK(count(
+            8, [](unsigned l) { return l / 2; }, 0x55555555u)
+            .transactions == 1);
 }
 
 TEST_CASE("notes smem_t4: halves meeting different partner rules do not merge", "[cpu][banks]") {
   // The notes' index: the first half pairs i with i^1, the second i with i^2.
-  const auto c = count(8, [](unsigned l) {
-    return l < 16 ? l >> 1 : 8u + (l & 1u) + (((l >> 2) - 4u) << 1);
-  });
+  const auto c = count(8, [](unsigned l) { return l < 16 ? l >> 1 : 8u + (l & 1u) + (((l >> 2) - 4u) << 1); });
   CHECK(c.transactions == 2);
   CHECK(c.wavefronts == 2);
   CHECK_FALSE(c.merged);
@@ -177,13 +179,20 @@ TEST_CASE("a merged transaction still counts its bank conflicts", "[cpu][banks]"
 }
 
 TEST_CASE("inactive lanes touch nothing", "[cpu][banks]") {
-  CHECK(count(4, [](unsigned l) { return l; }, 0u).wavefronts == 0);
-  CHECK(count(4, [](unsigned l) { return l; }, 0u).transactions == 0);
+  CHECK(count(
+            4, [](unsigned l) { return l; }, 0u)
+            .wavefronts == 0);
+  CHECK(count(
+            4, [](unsigned l) { return l; }, 0u)
+            .transactions == 0);
   // The conflicting lanes are inactive: what is left is conflict-free.
-  const auto c = count(4, [](unsigned l) { return l < 16 ? l : 32u + (l - 16u); }, 0x0000ffffu);
+  const auto c = count(
+      4, [](unsigned l) { return l < 16 ? l : 32u + (l - 16u); }, 0x0000ffffu);
   CHECK(c.wavefronts == 1);
   // A quarter-warp of 16-byte accesses alone: one transaction.
-  CHECK(count(16, [](unsigned l) { return l; }, 0x0000ff00u).transactions == 1);
+  CHECK(count(
+            16, [](unsigned l) { return l; }, 0x0000ff00u)
+            .transactions == 1);
 }
 
 TEST_CASE("stores use the same banks and split, but never merge", "[cpu][banks]") {
@@ -244,7 +253,8 @@ TEST_CASE("chapter 05's experiments stay in their shared array and predict what 
   CHECK(find("LDS.128 all paired").wavefronts == 2);
 }
 
-TEST_CASE("chapter 05's tile transposes: the unpadded tile's column reads are 32-way, padded and swizzled 1", "[cpu][banks]") {
+TEST_CASE("chapter 05's tile transposes: the unpadded tile's column reads are 32-way, padded and swizzled 1",
+          "[cpu][banks]") {
   const auto plain = ch05::tile_transpose_model(64, 64, 32, 32, false);
   const auto padded = ch05::tile_transpose_model(64, 64, 32, 33, false);
   const auto swizzled = ch05::tile_transpose_model(64, 64, 32, 32, true);
@@ -287,7 +297,8 @@ TEST_CASE("chapter 05's 64 x 64 tiles: 16 accesses per thread, the same banks as
   CHECK(ragged.loads.transactions == 68 * 4);
 }
 
-TEST_CASE("chapter 05: a tile's side and pitch from its static shared memory, in bytes as ncu gives it", "[cpu][banks]") {
+TEST_CASE("chapter 05: a tile's side and pitch from its static shared memory, in bytes as ncu gives it",
+          "[cpu][banks]") {
   int side = 0, pitch = 0;
   CHECK(ch05::tile_from_static_shared(4096, side, pitch));
   CHECK((side == 32 && pitch == 32));
@@ -302,7 +313,8 @@ TEST_CASE("chapter 05: a tile's side and pitch from its static shared memory, in
   CHECK_FALSE(ch05::tile_from_static_shared(0, side, pitch));
 }
 
-TEST_CASE("chapter 05's 16-byte transpose: the float4 swizzle removes the column reads' 8-way conflict", "[cpu][banks]") {
+TEST_CASE("chapter 05's 16-byte transpose: the float4 swizzle removes the column reads' 8-way conflict",
+          "[cpu][banks]") {
   // One 64 x 64 tile: 8 warps x 4 STS.128 and 4 LDS.128, each 4 transactions (quarters).
   const auto swizzled = ch05::wide_transpose_model(64, 64);
   const auto plain = ch05::wide_transpose_model(64, 64, false);
@@ -310,8 +322,8 @@ TEST_CASE("chapter 05's 16-byte transpose: the float4 swizzle removes the column
   CHECK(swizzled.stores.conflicts == 0);
   CHECK(swizzled.loads.wavefronts == 8 * 4 * 4);
   CHECK(swizzled.loads.conflicts == 0);
-  CHECK(plain.stores.conflicts == 0);               // a quarter stores 8 consecutive float4 of one row
-  CHECK(plain.loads.wavefronts == 8 * 4 * 4 * 8);   // a quarter reads rows 4 apart: 8-way
+  CHECK(plain.stores.conflicts == 0);              // a quarter stores 8 consecutive float4 of one row
+  CHECK(plain.loads.wavefronts == 8 * 4 * 4 * 8);  // a quarter reads rows 4 apart: 8-way
   const auto ragged = ch05::wide_transpose_model(100, 68);
   CHECK(ragged.loads.conflicts == 0);
   CHECK(ragged.stores.conflicts == 0);

@@ -142,8 +142,9 @@ TEST_CASE("a chapter's command line is named chNN and its help says how to run a
   auto cli = cml::chapter_cli("07", "Chapter 07 - something.");
   const std::string help = cli.usage();
   CHECK_THAT(help, cml::test::Contains("ch07"));
-  CHECK_THAT(help, cml::test::Contains("Chapter 07 - something.\nRun it with ./lab run 07 [-- options]; check your steps "
-                                       "with ./lab check 07."));
+  CHECK_THAT(help,
+             cml::test::Contains("Chapter 07 - something.\nRun it with ./lab run 07 [-- options]; check your steps "
+                                 "with ./lab check 07."));
 }
 
 TEST_CASE("parsed values land in the settings' fields, named once beside their defaults", "[cpu][cli]") {

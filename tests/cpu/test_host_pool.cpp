@@ -20,10 +20,11 @@ TEST_CASE("the host pool runs every task exactly once", "[cpu][pool]") {
 TEST_CASE("a task's exception reaches the caller after all tasks finished", "[cpu][pool]") {
   cml::HostPool pool(2);
   std::atomic<int> finished{0};
-  CHECK_THROWS_AS(pool.run(50, [&](std::size_t i) {
-                    ++finished;
-                    if (i == 7) throw std::runtime_error("task 7");
-                  }),
+  CHECK_THROWS_AS(pool.run(50,
+                           [&](std::size_t i) {
+                             ++finished;
+                             if (i == 7) throw std::runtime_error("task 7");
+                           }),
                   std::runtime_error);
   CHECK(finished.load() == 50);
   std::atomic<int> again{0};

@@ -47,9 +47,7 @@ TEST_CASE("merge swallows nested intervals", "[cpu][intervals]") {
   CHECK(pairs(cml::merge({{0, 100}, {10, 20}, {50, 60}})) == P{{0, 100}});
 }
 
-TEST_CASE("merge of nothing is nothing", "[cpu][intervals]") {
-  CHECK(cml::merge({}).empty());
-}
+TEST_CASE("merge of nothing is nothing", "[cpu][intervals]") { CHECK(cml::merge({}).empty()); }
 
 TEST_CASE("union length counts time covered twice only once", "[cpu][intervals]") {
   CHECK(cml::union_length({{0, 10}, {5, 15}}) == 15);
@@ -73,8 +71,7 @@ TEST_CASE("overlap of partially overlapping sets counts only the shared time", "
   CHECK(cml::overlap_length({{0, 10}, {20, 30}}, {{5, 25}}) == 10);
 }
 
-TEST_CASE("overlap counts time once however many intervals of a side are in flight",
-          "[cpu][intervals]") {
+TEST_CASE("overlap counts time once however many intervals of a side are in flight", "[cpu][intervals]") {
   // Two copies in flight together over one kernel still make 10 ns of overlap, not 20.
   CHECK(cml::overlap_length({{0, 10}, {0, 10}}, {{0, 10}}) == 10);
   CHECK(cml::overlap_length({{0, 10}, {5, 10}}, {{5, 20}}) == 5);
@@ -107,8 +104,7 @@ TEST_CASE("span of nothing is the empty interval at zero", "[cpu][intervals]") {
   CHECK(s.length() == 0);
 }
 
-TEST_CASE("a perfect two-stage pipeline overlaps for all but its first and last stage",
-          "[cpu][intervals]") {
+TEST_CASE("a perfect two-stage pipeline overlaps for all but its first and last stage", "[cpu][intervals]") {
   // Four chunks, each copied for 10 ns and then computed for 10 ns, the copy of chunk k+1
   // running beside the compute of chunk k: copies [0,10) [10,20) [20,30) [30,40), kernels
   // [10,20) [20,30) [30,40) [40,50). Both are in flight for 30 of the 50 ns.

@@ -140,8 +140,7 @@ TEST_CASE("a build for several architectures gives each kernel once per architec
   CHECK_FALSE(cml::sass::find(fns, "pipe", 86));
 }
 
-TEST_CASE("a GPU runs the code of its own architecture, else the newest of its major version below it",
-          "[cpu][sass]") {
+TEST_CASE("a GPU runs the code of its own architecture, else the newest of its major version below it", "[cpu][sass]") {
   const auto fns = cml::sass::parse(kTwoArchitectures);
   CHECK(cml::sass::architecture_run_by(fns, 90) == 90);
   CHECK(cml::sass::architecture_run_by(fns, 75) == 75);

@@ -12,10 +12,14 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char c = byte(i);
   std::size_t n = 0;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4;
+  else
+    return 0;
   if (i + n > text.size()) return 0;
   for (std::size_t k = 1; k < n; ++k)
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -49,8 +53,8 @@ std::size_t find_element(std::string_view text, std::string_view name, std::size
   const std::string open = "<" + std::string(name);
   for (std::size_t at = text.find(open, from); at != std::string_view::npos; at = text.find(open, at + 1)) {
     const std::size_t next = at + open.size();
-    if (next < text.size() && (text[next] == ' ' || text[next] == '>' || text[next] == '/' ||
-                               text[next] == '\n' || text[next] == '\t' || text[next] == '\r'))
+    if (next < text.size() && (text[next] == ' ' || text[next] == '>' || text[next] == '/' || text[next] == '\n' ||
+                               text[next] == '\t' || text[next] == '\r'))
       return at;
   }
   return std::string_view::npos;
@@ -123,9 +127,7 @@ bool has_failure(std::string_view testcase) {
          find_element(testcase, "error", 0) != std::string_view::npos;
 }
 
-bool has_skip(std::string_view testcase) {
-  return find_element(testcase, "skipped", 0) != std::string_view::npos;
-}
+bool has_skip(std::string_view testcase) { return find_element(testcase, "skipped", 0) != std::string_view::npos; }
 
 std::string annotate_failure(std::string_view testcase, std::string_view note) {
   std::size_t at = find_element(testcase, "failure", 0);
@@ -148,9 +150,10 @@ std::string annotate_failure(std::string_view testcase, std::string_view note) {
 
 std::string failed_testcase(const std::string& suite, const std::string& name, double seconds,
                             const std::string& message, const std::string& details) {
-  std::string out = "<testcase classname=\"" + escape(suite) + ".global\" name=\"" + escape(name) +
-                    "\" time=\"" + seconds_text(seconds) + "\" status=\"run\">\n";
-  out += "      <failure message=\"" + escape(message) + "\" type=\"isolation\">\n" + escape(message) + "\n      </failure>\n";
+  std::string out = "<testcase classname=\"" + escape(suite) + ".global\" name=\"" + escape(name) + "\" time=\"" +
+                    seconds_text(seconds) + "\" status=\"run\">\n";
+  out += "      <failure message=\"" + escape(message) + "\" type=\"isolation\">\n" + escape(message) +
+         "\n      </failure>\n";
   if (!details.empty()) out += "      <system-out>\n" + escape(details) + "\n      </system-out>\n";
   out += "    </testcase>";
   return out;
@@ -167,9 +170,8 @@ std::string document(const std::string& suite, const std::vector<std::string>& c
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   if (gmtime_r(&now, &utc) != nullptr) std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  const auto failures = count_if(cases, [](std::string_view c) {
-    return find_element(c, "failure", 0) != std::string_view::npos;
-  });
+  const auto failures =
+      count_if(cases, [](std::string_view c) { return find_element(c, "failure", 0) != std::string_view::npos; });
   const auto errors = count_if(cases, [](std::string_view c) {
     return find_element(c, "failure", 0) == std::string_view::npos &&
            find_element(c, "error", 0) != std::string_view::npos;
@@ -178,10 +180,11 @@ std::string document(const std::string& suite, const std::vector<std::string>& c
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
   out += "  <testsuite name=\"" + escape(suite) + "\" errors=\"" + std::to_string(errors) + "\" failures=\"" +
          std::to_string(failures) + "\" skipped=\"" + std::to_string(skipped) + "\" tests=\"" +
-         std::to_string(cases.size()) + "\" hostname=\"tbd\" time=\"" + seconds_text(seconds) +
-         "\" timestamp=\"" + stamp + "\">\n";
-  out += "    <properties>\n      <property name=\"isolation\" value=\"one process per test case\"/>\n"
-         "    </properties>\n";
+         std::to_string(cases.size()) + "\" hostname=\"tbd\" time=\"" + seconds_text(seconds) + "\" timestamp=\"" +
+         stamp + "\">\n";
+  out +=
+      "    <properties>\n      <property name=\"isolation\" value=\"one process per test case\"/>\n"
+      "    </properties>\n";
   for (const auto& c : cases) out += "    " + c + "\n";
   out += "  </testsuite>\n</testsuites>\n";
   return out;

@@ -43,7 +43,6 @@
 #endif
 #include "case_names.hpp"
 
-
 namespace cml::test {
 
 namespace {
@@ -179,8 +178,9 @@ int run_child(Catch::Session& session) {
   unsetenv("CML_CHILD_CASE");
   const int rc = exit_code(session.run(), false);
   if (!expected.empty() && (tally.started != 1 || tally.last_name != expected)) {
-    std::printf("isolation: this process was to run the test case \"%s\" alone, but its test spec selected %d case(s)\n",
-                expected.c_str(), tally.started);
+    std::printf(
+        "isolation: this process was to run the test case \"%s\" alone, but its test spec selected %d case(s)\n",
+        expected.c_str(), tally.started);
     return 3;
   }
   return rc;

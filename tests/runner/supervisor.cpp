@@ -272,7 +272,7 @@ int supervise(const std::vector<Case>& cases, const std::vector<std::string>& ar
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto step = step_of(cases[i].tags, cases[i].name);
     const auto earlier = step ? hung.find(*step) : hung.end();
-    Verdict v = !cases[i].skip.empty()   ? s.not_for_this_gpu(cases[i])
+    Verdict v = !cases[i].skip.empty()  ? s.not_for_this_gpu(cases[i])
                 : earlier != hung.end() ? s.not_run(cases[i], *step, earlier->second)
                                         : s.run_case(cases[i], i);
     const bool timed = std::strcmp(v.label, "TIMED OUT") == 0;

@@ -26,17 +26,18 @@ struct Case {
 // output file, and the options worth passing on (-s, -d, -c, -v, -w, --rng-seed...). Test
 // specs are not passed on: each child gets one case's name instead.
 struct Forwarded {
-  std::string reporter;  // reporter name, "" for Catch2's default
+  std::string reporter;          // reporter name, "" for Catch2's default
   std::string reporter_options;  // Catch2 v3's "::key=value" parts, `out` removed
-  std::string out;       // -o FILE, "" for stdout
+  std::string out;               // -o FILE, "" for stdout
   std::vector<std::string> passthrough;
   bool junit() const { return reporter == "junit"; }
 };
 Forwarded forwarded_options(const std::vector<std::string>& args);
 
 // Runs each case in its own process, at most `timeout_s` each (or not at all, after a hang
-// of its step, or where it has a `skip` reason: reported as skipped with it); returns the course's exit code (1 any failure, 77 every case skipped, else
-// 0: a case not run always follows a timed-out one, so its run is a failure). `args[0]` is how we were started.
+// of its step, or where it has a `skip` reason: reported as skipped with it); returns the course's exit code (1 any
+// failure, 77 every case skipped, else 0: a case not run always follows a timed-out one, so its run is a failure).
+// `args[0]` is how we were started.
 int supervise(const std::vector<Case>& cases, const std::vector<std::string>& args, double timeout_s);
 
 }  // namespace cml::test::isolation

@@ -14,8 +14,8 @@ namespace cml::test::isolation {
 namespace {
 struct Sticky {
   const char* name;
-  const char* text;  // cudaGetErrorString's words
-  const char* where; // where a learner's mistake usually is
+  const char* text;   // cudaGetErrorString's words
+  const char* where;  // where a learner's mistake usually is
 };
 
 // The errors after which every later CUDA call of the process fails: the reason a case
@@ -35,8 +35,7 @@ constexpr Sticky kSticky[] = {
     {"cudaErrorInvalidAddressSpace", "operation not supported on global/shared address space",
      "look for a shared-memory address used as a global one (or the reverse)"},
     {"cudaErrorInvalidPc", "invalid program counter", "look for a corrupted function pointer in a kernel"},
-    {"cudaErrorLaunchTimeout", "the launch timed out and was terminated",
-     "a kernel ran past the display's watchdog"},
+    {"cudaErrorLaunchTimeout", "the launch timed out and was terminated", "a kernel ran past the display's watchdog"},
 };
 
 const char* signal_name(int sig) {
@@ -77,8 +76,8 @@ std::string signal_message(std::optional<int> step, int signal, const std::strin
   if (what == nullptr) {
     if (const char* s = strsignal(signal)) words = s;
   }
-  return "the test process of " + step_words(step) + " was killed by signal " + std::to_string(signal) +
-         " (" + words + ") (" + name + ")";
+  return "the test process of " + step_words(step) + " was killed by signal " + std::to_string(signal) + " (" + words +
+         ") (" + name + ")";
 }
 
 std::string crash_message(std::optional<int> step, int signal, const std::string& name, std::string_view output) {
@@ -95,9 +94,10 @@ std::string crash_message(std::optional<int> step, int signal, const std::string
     std::string_view line = w == std::string_view::npos ? rest : rest.substr(w + 7);
     line = line.substr(0, line.find('\n'));
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    return step_words(step) + " crashed: an exception escaped where none may (a destructor, a thread's function, a "
-           "callback of the GPU) and ended the process: " + std::string(line) + " [the test process was killed by " +
-           sig + "] (" + name + ")";
+    return step_words(step) +
+           " crashed: an exception escaped where none may (a destructor, a thread's function, a "
+           "callback of the GPU) and ended the process: " +
+           std::string(line) + " [the test process was killed by " + sig + "] (" + name + ")";
   }
   return signal_message(step, signal, name);
 }
@@ -133,7 +133,8 @@ std::string sticky_message(std::optional<int> step, const std::string& error, co
     if (error.rfind(s.name, 0) == 0) where = s.where;
   return step_words(step) + " hit a sticky CUDA error, " + error +
          ": it ends the CUDA context of its process, so the case ran alone and the other steps "
-         "still ran; " + where + " (" + name + ")";
+         "still ran; " +
+         where + " (" + name + ")";
 }
 
 std::optional<double> parse_seconds(const std::string& text) {

@@ -13,8 +13,8 @@ struct ChildOutcome {
   bool timed_out = false;  // killed by the watchdog after `timeout_s`
   bool exited = false;     // ended by exit(): `exit_code` is valid
   int exit_code = 0;
-  int signal = 0;          // ended by this signal (after a time-out: SIGKILL, ours)
-  bool reaped = true;      // false: it outlived SIGKILL by the grace period (stuck in a driver)
+  int signal = 0;      // ended by this signal (after a time-out: SIGKILL, ours)
+  bool reaped = true;  // false: it outlived SIGKILL by the grace period (stuck in a driver)
   double seconds = 0;
   std::string error;
 };

@@ -17,8 +17,8 @@
 #include <vector>
 
 // A failed callback recording is never evidence that a call was not made.
-#define CML_REQUIRE_API_OK(calls)                                                                   \
-  do {                                                                                              \
+#define CML_REQUIRE_API_OK(calls)                                                                            \
+  do {                                                                                                       \
     if (!(calls).ok) FAIL("CUPTI's callback API failed, so the calls cannot be checked: " << (calls).error); \
   } while (0)
 
@@ -38,11 +38,31 @@ inline std::string base_name(const std::string& name) {
 // and memsets, and allocation calls that synchronise.
 inline bool is_blocking_call(const std::string& full_name) {
   const std::string name = base_name(full_name);
-  for (const char* b : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamQuery",
-                        "cudaEventQuery", "cudaThreadSynchronize", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D",
-                        "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemcpyPeer", "cudaMemset", "cudaMemset2D",
-                        "cudaMemset3D", "cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaMalloc", "cudaMallocHost",
-                        "cudaHostAlloc", "cudaMallocManaged", "cudaHostRegister", "cudaHostUnregister", "cudaDeviceReset"})
+  for (const char* b : {"cudaDeviceSynchronize",
+                        "cudaStreamSynchronize",
+                        "cudaEventSynchronize",
+                        "cudaStreamQuery",
+                        "cudaEventQuery",
+                        "cudaThreadSynchronize",
+                        "cudaMemcpy",
+                        "cudaMemcpy2D",
+                        "cudaMemcpy3D",
+                        "cudaMemcpyToSymbol",
+                        "cudaMemcpyFromSymbol",
+                        "cudaMemcpyPeer",
+                        "cudaMemset",
+                        "cudaMemset2D",
+                        "cudaMemset3D",
+                        "cudaFree",
+                        "cudaFreeHost",
+                        "cudaFreeArray",
+                        "cudaMalloc",
+                        "cudaMallocHost",
+                        "cudaHostAlloc",
+                        "cudaMallocManaged",
+                        "cudaHostRegister",
+                        "cudaHostUnregister",
+                        "cudaDeviceReset"})
     if (name == b) return true;
   return false;
 }

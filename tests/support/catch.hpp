@@ -30,18 +30,18 @@ void note_skip(const std::string& why);
 }  // namespace cml::test
 
 #if defined(CML_CATCH2_V3)
-#define CML_SKIP(msg)                                        \
-  do {                                                       \
-    std::string cml_skip_why_ = (msg);                       \
-    ::cml::test::note_skip(cml_skip_why_);                   \
-    SKIP(cml_skip_why_);                                     \
+#define CML_SKIP(msg)                      \
+  do {                                     \
+    std::string cml_skip_why_ = (msg);     \
+    ::cml::test::note_skip(cml_skip_why_); \
+    SKIP(cml_skip_why_);                   \
   } while (0)
 #else
-#define CML_SKIP(msg)                                        \
-  do {                                                       \
-    std::string cml_skip_why_ = (msg);                       \
-    ::cml::test::note_skip(cml_skip_why_);                   \
-    WARN("SKIPPED: " << cml_skip_why_);                      \
-    return;                                                  \
+#define CML_SKIP(msg)                      \
+  do {                                     \
+    std::string cml_skip_why_ = (msg);     \
+    ::cml::test::note_skip(cml_skip_why_); \
+    WARN("SKIPPED: " << cml_skip_why_);    \
+    return;                                \
   } while (0)
 #endif

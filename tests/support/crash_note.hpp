@@ -56,8 +56,8 @@ class CrashNote {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }
-  struct sigaction old_[3] {};
-  char previous_[kSize] {};
+  struct sigaction old_[3]{};
+  char previous_[kSize]{};
 };
 
 }  // namespace cml::test

@@ -38,7 +38,8 @@ struct Enqueued {
   std::string error() const {
     if (!threw.empty()) return "it failed: " + threw;
     if (!blocking.empty())
-      return "it made calls that wait for the GPU (" + blocking + "): enqueue with asynchronous calls on the "
+      return "it made calls that wait for the GPU (" + blocking +
+             "): enqueue with asynchronous calls on the "
              "stream you are given and let the caller synchronise (a poll with cudaStreamQuery or cudaEventQuery "
              "is a wait too)";
     if (waited)
@@ -62,8 +63,9 @@ Enqueued watch_enqueue(const std::vector<cudaStream_t>& streams, Call&& call) {
   }  // the gate opens, and its kernels end
   e.trace = trace.stop();
   auto& k = e.trace.kernels;
-  k.erase(std::remove_if(k.begin(), k.end(),
-                         [](const cml::trace::KernelRecord& r) { return r.name.find(Gate::kernel_name()) != std::string::npos; }),
+  k.erase(std::remove_if(
+              k.begin(), k.end(),
+              [](const cml::trace::KernelRecord& r) { return r.name.find(Gate::kernel_name()) != std::string::npos; }),
           k.end());
   e.blocking = blocking_calls(e.calls);
   cudaGetLastError();  // a failed launch of the call's is in `threw` or the trace: clear it for the next case
@@ -78,15 +80,26 @@ inline std::string work_elsewhere(const cml::trace::Trace& t, const std::vector<
   const std::uint32_t legacy = cml::trace::stream_id_of(cudaStreamLegacy);
   const auto elsewhere = [&](std::uint32_t id) { return std::find(ids.begin(), ids.end(), id) == ids.end(); };
   std::size_t kernels = 0, copies = 0, memsets = 0, on_legacy = 0;
-  for (const auto& r : t.kernels) { kernels += elsewhere(r.stream_id); on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy; }
-  for (const auto& r : t.copies) { copies += elsewhere(r.stream_id); on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy; }
-  for (const auto& r : t.memsets) { memsets += elsewhere(r.stream_id); on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy; }
+  for (const auto& r : t.kernels) {
+    kernels += elsewhere(r.stream_id);
+    on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy;
+  }
+  for (const auto& r : t.copies) {
+    copies += elsewhere(r.stream_id);
+    on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy;
+  }
+  for (const auto& r : t.memsets) {
+    memsets += elsewhere(r.stream_id);
+    on_legacy += elsewhere(r.stream_id) && r.stream_id == legacy;
+  }
   if (kernels + copies + memsets == 0) return "";
   return std::to_string(kernels) + " kernel(s), " + std::to_string(copies) + " copy(ies) and " +
          std::to_string(memsets) + " memset(s) ran on another stream than " +
          (streams.size() == 1 ? "the one it was given" : "the ones it was given") +
-         (on_legacy > 0 ? " (" + std::to_string(on_legacy) + " on the legacy default stream: a launch or call "
-                          "without a stream argument)" : "");
+         (on_legacy > 0 ? " (" + std::to_string(on_legacy) +
+                              " on the legacy default stream: a launch or call "
+                              "without a stream argument)"
+                        : "");
 }
 
 // "" when every kernel, copy and memset of `t` ran on `stream`; else what ran elsewhere.
@@ -117,29 +130,30 @@ std::string enqueue_only_error(Enqueue&& enqueue, std::size_t kernels) {
 // Checks that `enqueue` (a callable taking the cudaStream_t to enqueue on) only enqueues
 // exactly `kernels` kernels on its stream; `what` names the call, `promise` says where the
 // contract promises it. Skips when the trace is off (sanitizer runs).
-#define CML_CHECK_ENQUEUE_ONLY(what, enqueue, kernels, promise)                                       \
-  do {                                                                                                \
-    CML_REQUIRE_TRACING();                                                                            \
-    const std::string cml_enqueue_err_ = ::cml::test::enqueue_only_error((enqueue), (kernels));      \
-    INFO((what) << ": " << cml_enqueue_err_ << " (" << (promise) << ")");                             \
-    CHECK(cml_enqueue_err_.empty());                                                                  \
+#define CML_CHECK_ENQUEUE_ONLY(what, enqueue, kernels, promise)                                 \
+  do {                                                                                          \
+    CML_REQUIRE_TRACING();                                                                      \
+    const std::string cml_enqueue_err_ = ::cml::test::enqueue_only_error((enqueue), (kernels)); \
+    INFO((what) << ": " << cml_enqueue_err_ << " (" << (promise) << ")");                       \
+    CHECK(cml_enqueue_err_.empty());                                                            \
   } while (0)
 
 // Fails, naming `what` (the call), when the call watched in `e` did not only enqueue: it
 // threw, it made calls that wait for the GPU (then `wait_advice` follows the list of them),
 // or it returned only once its streams' earlier work had ended (then `late_advice`).
-#define CML_CHECK_ONLY_ENQUEUED(e, what, wait_advice, late_advice)                                   \
-  do {                                                                                               \
-    CML_REQUIRE_API_OK((e).calls);                                                                   \
-    {                                                                                                \
+#define CML_CHECK_ONLY_ENQUEUED(e, what, wait_advice, late_advice)                                  \
+  do {                                                                                              \
+    CML_REQUIRE_API_OK((e).calls);                                                                  \
+    {                                                                                               \
       INFO((what) << " failed: " << (e).threw);                                                     \
-      REQUIRE((e).threw.empty());                                                                    \
-    }                                                                                                \
-    {                                                                                                \
+      REQUIRE((e).threw.empty());                                                                   \
+    }                                                                                               \
+    {                                                                                               \
       INFO((what) << " made calls that wait for the GPU: " << (e).blocking << ". " << wait_advice); \
-      CHECK((e).blocking.empty());                                                                   \
-    }                                                                                                \
+      CHECK((e).blocking.empty());                                                                  \
+    }                                                                                               \
     INFO((what) << " returned only after the work queued before it on its stream had ended: it "    \
-                   "waited for the GPU. " << late_advice);                                           \
-    CHECK_FALSE((e).waited);                                                                         \
+                   "waited for the GPU. "                                                           \
+                << late_advice);                                                                    \
+    CHECK_FALSE((e).waited);                                                                        \
   } while (0)

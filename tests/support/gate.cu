@@ -51,9 +51,7 @@ void Gate::close(cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-void Gate::open() {
-  flags_[0] = 1;
-}
+void Gate::open() { flags_[0] = 1; }
 
 bool Gate::timed_out() const { return flags_[1] != 0; }
 

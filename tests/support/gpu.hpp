@@ -24,22 +24,22 @@ const DeviceFacts& device();
 // step (a bound that assumes two copy engines) says so here: it skips, with the reason
 // composed as needs.txt's are, when the device lacks `spec` (a need as needs.txt writes one:
 // "copy_engines=2"), `what` saying what it is for.
-#define CML_REQUIRE_NEED(spec, what)                                                        \
-  do {                                                                                      \
-    const std::string cml_missing_ =                                                        \
+#define CML_REQUIRE_NEED(spec, what)                                                            \
+  do {                                                                                          \
+    const std::string cml_missing_ =                                                            \
         ::cml::needs::missing(::cml::needs::parse_need((spec), (what)), ::cml::test::device()); \
-    if (!cml_missing_.empty()) CML_SKIP(cml_missing_);                                      \
+    if (!cml_missing_.empty()) CML_SKIP(cml_missing_);                                          \
   } while (0)
 
 // Skips when tracing is off (sanitizer runs), before the work is done.
-#define CML_REQUIRE_TRACING()                                                          \
-  do {                                                                                 \
-    if (::cml::trace::disabled_by_environment())                                       \
+#define CML_REQUIRE_TRACING()                                                              \
+  do {                                                                                     \
+    if (::cml::trace::disabled_by_environment())                                           \
       CML_SKIP("the CUPTI trace is off (CML_TRACE=off), so the mechanism is not checked"); \
   } while (0)
 
 // A failed trace is never evidence that something did not happen: fail with the reason.
-#define CML_REQUIRE_TRACE_OK(trace)                                                    \
-  do {                                                                                 \
+#define CML_REQUIRE_TRACE_OK(trace)                                                                         \
+  do {                                                                                                      \
     if (!(trace).ok) FAIL("the CUPTI trace failed, so the mechanism cannot be checked: " << (trace).error); \
   } while (0)

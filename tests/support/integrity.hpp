@@ -40,8 +40,10 @@ inline std::string exercise_includes_solution(const std::string& test_file, cons
   text << in.rdbuf();
   static const std::regex include(R"(#\s*include\s*[<"][^">\n]*solutions[/\\])");
   if (!std::regex_search(text.str(), include)) return "";
-  return "chapters/" + chapter + "/exercise.cu includes the solution: the tests check your code, so write it "
-         "(./lab reset " + chapter.substr(0, 2) + " restores the starter; ./lab hint " + chapter.substr(0, 2) + ")";
+  return "chapters/" + chapter +
+         "/exercise.cu includes the solution: the tests check your code, so write it "
+         "(./lab reset " +
+         chapter.substr(0, 2) + " restores the starter; ./lab hint " + chapter.substr(0, 2) + ")";
 }
 
 // "" unless this is the learner's build and it links the solution's exercise.cu: that file
@@ -50,9 +52,13 @@ inline std::string exercise_includes_solution(const std::string& test_file, cons
 inline std::string solution_linked_error(const void* marker, const std::string& chapter) {
   if (cml::sass::self_executable().find("_learner") == std::string::npos || marker == nullptr) return "";
   const std::string num = chapter.substr(0, 2);
-  return "your build contains the solution's exercise.cu (its marker symbol cml_ch" + num + "_solution_tu): an "
-         "exercise.cu that includes or copies solutions/" + chapter + "/exercise.cu teaches nothing; write the "
-         "steps yourself (./lab hint " + num + ")";
+  return "your build contains the solution's exercise.cu (its marker symbol cml_ch" + num +
+         "_solution_tu): an "
+         "exercise.cu that includes or copies solutions/" +
+         chapter +
+         "/exercise.cu teaches nothing; write the "
+         "steps yourself (./lab hint " +
+         num + ")";
 }
 
 }  // namespace cml::test
@@ -61,14 +67,14 @@ inline std::string solution_linked_error(const void* marker, const std::string& 
 // ("01_transfers"): the learner's build neither includes solutions/ nor links the
 // solution's exercise.cu, which defines the marker cml_chNN_solution_tu (referenced weakly
 // here: its address is null where it is absent).
-#define CML_INTEGRITY_CASE(NN, folder)                                                                    \
-  extern "C" __attribute__((weak)) const int cml_ch##NN##_solution_tu;                                   \
-  TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build",                   \
-            "[ch" #NN "][step1][integrity]") {                                                            \
-    const std::string included = ::cml::test::exercise_includes_solution(__FILE__, folder);               \
-    INFO(included);                                                                                       \
-    CHECK(included.empty());                                                                              \
-    const std::string linked = ::cml::test::solution_linked_error(&cml_ch##NN##_solution_tu, folder);    \
-    INFO(linked);                                                                                         \
-    CHECK(linked.empty());                                                                                \
+#define CML_INTEGRITY_CASE(NN, folder)                                                                \
+  extern "C" __attribute__((weak)) const int cml_ch##NN##_solution_tu;                                \
+  TEST_CASE("step 1: exercise.cu is your own: the solution is not part of your build",                \
+            "[ch" #NN "][step1][integrity]") {                                                        \
+    const std::string included = ::cml::test::exercise_includes_solution(__FILE__, folder);           \
+    INFO(included);                                                                                   \
+    CHECK(included.empty());                                                                          \
+    const std::string linked = ::cml::test::solution_linked_error(&cml_ch##NN##_solution_tu, folder); \
+    INFO(linked);                                                                                     \
+    CHECK(linked.empty());                                                                            \
   }

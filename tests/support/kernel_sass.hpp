@@ -20,7 +20,8 @@ inline std::optional<cml::sass::Function> kernel_sass(const std::string& name) {
   device();  // selected, so that the functions are those it runs
   static const auto fns = cml::sass::run_by_current_device(cml::sass::dump(cml::sass::self_executable()));
   if (fns.empty())
-    throw cml::Skip("this build holds no SASS that " + device().name + " runs (it would compile the PTX): "
+    throw cml::Skip("this build holds no SASS that " + device().name +
+                    " runs (it would compile the PTX): "
                     "rebuild for it, ./lab setup --gpu-arch=auto");
   return cml::sass::find(fns, name);
 }
@@ -43,22 +44,22 @@ inline std::optional<cml::sass::PtxEntry> kernel_ptx(const std::string& name) {
 }  // namespace cml::test
 
 // Declares `var`, the PTX of kernel `name`, as CML_KERNEL_SASS does the SASS.
-#define CML_KERNEL_PTX(var, name)                                                            \
-  std::optional<cml::sass::PtxEntry> var;                                                    \
-  try {                                                                                      \
-    var = ::cml::test::kernel_ptx(name);                                                     \
-  } catch (const cml::Skip& e) {                                                             \
-    CML_SKIP(e.what());                                                                      \
-  }                                                                                          \
+#define CML_KERNEL_PTX(var, name)         \
+  std::optional<cml::sass::PtxEntry> var; \
+  try {                                   \
+    var = ::cml::test::kernel_ptx(name);  \
+  } catch (const cml::Skip& e) {          \
+    CML_SKIP(e.what());                   \
+  }                                       \
   if (!var) FAIL("no kernel named " << (name) << " in the embedded PTX: keep the kernel's name")
 
 // Declares `var`, the SASS of kernel `name`: skips the test case without cuobjdump, fails
 // it when the kernel is not there (the learner renamed it).
-#define CML_KERNEL_SASS(var, name)                                                           \
-  std::optional<cml::sass::Function> var;                                                    \
-  try {                                                                                      \
-    var = ::cml::test::kernel_sass(name);                                                    \
-  } catch (const cml::Skip& e) {                                                             \
-    CML_SKIP(e.what());                                                                      \
-  }                                                                                          \
+#define CML_KERNEL_SASS(var, name)        \
+  std::optional<cml::sass::Function> var; \
+  try {                                   \
+    var = ::cml::test::kernel_sass(name); \
+  } catch (const cml::Skip& e) {          \
+    CML_SKIP(e.what());                   \
+  }                                       \
   if (!var) FAIL("no kernel named " << (name) << " in the compiled code: keep the kernel's name")

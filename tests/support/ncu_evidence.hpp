@@ -8,12 +8,11 @@
 #include <string>
 
 // `result` is the profile's list of counters (empty when ncu gave none), `why` its error.
-#define CML_REQUIRE_NCU(result, why)                                               \
-  do {                                                                             \
-    if ((result).empty()) {                                                        \
-      if ((why).find("not installed") != std::string::npos ||                      \
-          (why).find("ERR_NVGPUCTRPERM") != std::string::npos)                     \
-        CML_SKIP(why);                                                             \
-      FAIL("ncu did not give the counters: " << (why));                            \
-    }                                                                              \
+#define CML_REQUIRE_NCU(result, why)                                                                               \
+  do {                                                                                                             \
+    if ((result).empty()) {                                                                                        \
+      if ((why).find("not installed") != std::string::npos || (why).find("ERR_NVGPUCTRPERM") != std::string::npos) \
+        CML_SKIP(why);                                                                                             \
+      FAIL("ncu did not give the counters: " << (why));                                                            \
+    }                                                                                                              \
   } while (0)

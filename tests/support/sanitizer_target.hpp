@@ -71,11 +71,11 @@ inline std::string sanitize_target(const std::string& tool_name, const std::stri
 // the tool reports anything, fails with "compute-sanitizer <tool> found <found>" and then
 // the tool's report: `found` is anything INFO takes, what was found where, what it means
 // and what to do ("hazards in sum_cg_kernel: ..."). Skips where the tool cannot run.
-#define CML_CHECK_SANITIZER(tool, target, found)                                              \
-  do {                                                                                        \
-    std::string cml_why_not_;                                                                 \
+#define CML_CHECK_SANITIZER(tool, target, found)                                                  \
+  do {                                                                                            \
+    std::string cml_why_not_;                                                                     \
     const std::string cml_report_ = ::cml::test::sanitize_target((tool), (target), cml_why_not_); \
-    if (!cml_why_not_.empty()) CML_SKIP(cml_why_not_);                                        \
-    INFO("compute-sanitizer " << (tool) << " found " << found << "\n" << cml_report_);      \
-    CHECK(cml_report_.empty());                                                               \
+    if (!cml_why_not_.empty()) CML_SKIP(cml_why_not_);                                            \
+    INFO("compute-sanitizer " << (tool) << " found " << found << "\n" << cml_report_);            \
+    CHECK(cml_report_.empty());                                                                   \
   } while (0)

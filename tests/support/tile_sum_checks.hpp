@@ -41,8 +41,9 @@ void check_sum_enqueues_only(void (*fn)(const JobT&, cudaStream_t), const std::s
   for (const std::size_t n : {std::size_t{5000}, std::size_t{0}}) {
     cml::DeviceBuffer<Word> in(n > 0 ? n : 1), partial(4);
     const JobT job = make_job(in.data(), n, partial.data(), 4, 0, stages);
-    CML_CHECK_ENQUEUE_ONLY(name + " on n = " + std::to_string(n), [&](cudaStream_t s) { fn(job, s); }, 1,
-                           contract + ": each function only enqueues its kernel on `stream`, also for n == 0");
+    CML_CHECK_ENQUEUE_ONLY(
+        name + " on n = " + std::to_string(n), [&](cudaStream_t s) { fn(job, s); }, 1,
+        contract + ": each function only enqueues its kernel on `stream`, also for n == 0");
   }
 }
 
@@ -62,8 +63,10 @@ inline std::string sum_grid_error(const cml::trace::KernelRecord& k, int blocks,
     why = "too few blocks: partial[b] of a block that is not launched is never written (a block with no " + what +
           " writes 0)";
   else if (cml::test::volume(k.grid) == pieces)
-    why = "a block per " + what + " is not the job's grid: " + what + " t belongs to block t % job.blocks, and each "
-          "block loops over its " + what + "s (partial[b] is block b's sum)";
+    why = "a block per " + what + " is not the job's grid: " + what +
+          " t belongs to block t % job.blocks, and each "
+          "block loops over its " +
+          what + "s (partial[b] is block b's sum)";
   else
     why = "launch job.blocks blocks, 1-D";
   return "your grid has " + cml::test::geometry_text(k) + " for job.blocks = " + std::to_string(blocks) + " over " +
@@ -89,8 +92,9 @@ void check_sum_grid(void (*fn)(const JobT&, cudaStream_t), const std::string& na
       REQUIRE(l.error.empty());
     }
     const std::string err = sum_grid_error(l.kernel, blocks, tiles, "tile");
-    INFO(name << ": " << err << " (" << contract << ": every function launches job.blocks blocks of kThreads "
-         "threads)");
+    INFO(name << ": " << err << " (" << contract
+              << ": every function launches job.blocks blocks of kThreads "
+                 "threads)");
     CHECK(err.empty());
   }
 }
@@ -115,9 +119,12 @@ void check_stage_range(void (*fn)(const JobT&, cudaStream_t), const std::string&
 inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::string& kernel,
                                      const std::string& where) {
   const std::size_t bars = cml::sass::count(f, "BAR.SYNC");
-  INFO(kernel << " has " << bars << " block barriers (BAR.SYNC), finish_block's 2 among them; the tile loop needs 2 "
-       "more even with 16-byte copies of one's own piece: thread t computes on the piece thread t + 128 copied, so "
-       "wait, barrier, compute, barrier (" << where << ")");
+  INFO(kernel
+       << " has " << bars
+       << " block barriers (BAR.SYNC), finish_block's 2 among them; the tile loop needs 2 "
+          "more even with 16-byte copies of one's own piece: thread t computes on the piece thread t + 128 copied, so "
+          "wait, barrier, compute, barrier ("
+       << where << ")");
   CHECK(bars >= 4);
 }
 
@@ -185,8 +192,8 @@ void check_reads_stop_at_end(void (*fn)(const JobT&, cudaStream_t), const std::s
       if (fault)
         FAIL(name << " on " << k.what << ", stages " << stages << ", faulted: " << *fault
                   << ". The array ends where the mapped memory ends, so the kernel read past in[n - 1]: " << advice);
-      INFO(name << " on " << k.what << " in an array that ends where the mapped memory ends, stages " << stages
-                << ": " << wrong);
+      INFO(name << " on " << k.what << " in an array that ends where the mapped memory ends, stages " << stages << ": "
+                << wrong);
       REQUIRE(wrong.empty());
     }
 }

@@ -31,8 +31,8 @@ constexpr int kCols = 256;  // box width in words: 1 KiB rows, TMA's widest box
 
 // Every word of each box (TMA zero-fills what lies outside the matrix), summed by the
 // block's threads 16 bytes at a time; the barrier pipeline of chapter 08's step 4.
-__global__ void __launch_bounds__(256) tma_sum(const __grid_constant__ CUtensorMap map, int rows, int cols,
-                                               int box_rows, int stages, Word* partial) {
+__global__ void __launch_bounds__(256)
+    tma_sum(const __grid_constant__ CUtensorMap map, int rows, int cols, int box_rows, int stages, Word* partial) {
   extern __shared__ __align__(128) Word land[];
   __shared__ std::uint64_t full[8];
   const int across = (cols + kCols - 1) / kCols, down = (rows + box_rows - 1) / box_rows;

@@ -32,8 +32,7 @@ enum class Order { Coalesced, AcrossLines };
 // word 32 l + r, so a warp's 32 loads fall in 32 lines. Every word is read once either way.
 // n is a multiple of kTileWords, so the lanes of a warp all run the same trips.
 template <Order kOrder>
-__global__ void sum_in_order_kernel(const std::uint32_t* __restrict__ words, std::size_t n,
-                                    unsigned long long* sum) {
+__global__ void sum_in_order_kernel(const std::uint32_t* __restrict__ words, std::size_t n, unsigned long long* sum) {
   unsigned long long local = 0;
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step) {
@@ -50,8 +49,10 @@ void sum_in_order(Order order, const std::uint32_t* words, std::size_t n, int sm
                   cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(sum, 0, sizeof(unsigned long long), stream));
   const unsigned blocks = static_cast<unsigned>(sm_count) * 8;  // as launch_sum: many loads in flight
-  if (order == Order::Coalesced) sum_in_order_kernel<Order::Coalesced><<<blocks, 256, 0, stream>>>(words, n, sum);
-  else sum_in_order_kernel<Order::AcrossLines><<<blocks, 256, 0, stream>>>(words, n, sum);
+  if (order == Order::Coalesced)
+    sum_in_order_kernel<Order::Coalesced><<<blocks, 256, 0, stream>>>(words, n, sum);
+  else
+    sum_in_order_kernel<Order::AcrossLines><<<blocks, 256, 0, stream>>>(words, n, sum);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -71,7 +72,10 @@ bool mapped_access(Context& c) {
   cml::DeviceBuffer<unsigned long long> sum(1);
   const int sms = c.run.facts.sm_count;
 
-  struct Variant { const char* name; Order order; };
+  struct Variant {
+    const char* name;
+    Order order;
+  };
   const std::vector<Variant> variants = {
       {"coalesced: a warp reads one 128-byte line", Order::Coalesced},
       {"across lines: each lane a different line", Order::AcrossLines},
@@ -90,8 +94,9 @@ bool mapped_access(Context& c) {
     table.row({variants[k].name, cml::fixed(st[k].median_ms, 3), cml::format_noise(st[k]),
                cml::fixed(cml::gbps(bytes, st[k].median_ms), 2), cml::fixed(st[k].median_ms / st[0].median_ms, 2)});
   c.run.emit(table);
-  std::printf("GB/s: the bytes summed over the time; both orders sum every word once, so the difference\n"
-              "is only in how the loads of a warp fall into 128-byte lines\n");
+  std::printf(
+      "GB/s: the bytes summed over the time; both orders sum every word once, so the difference\n"
+      "is only in how the loads of a warp fall into 128-byte lines\n");
   return ok;
 }
 

@@ -66,13 +66,21 @@ bool mapped_overlap(Context& c) {
   const cml::Work copy_out = [&](cudaStream_t st) {
     CUDA_CHECK(cudaMemcpyAsync(pinned_out.data(), device_out.data(), bytes, cudaMemcpyDeviceToHost, st));
   };
-  const cml::Work explicit_copies = [&](cudaStream_t st) { copy_in(st); kernel(st); copy_out(st); };
+  const cml::Work explicit_copies = [&](cudaStream_t st) {
+    copy_in(st);
+    kernel(st);
+    copy_out(st);
+  };
   const cml::Work mapped = [&](cudaStream_t st) {
     launch_light(mapped_in.device_data(), mapped_out.device_data(), n, sms, st);
   };
 
   // Each way's output, cleared first, must be the CPU's.
-  struct Way { const char* name; const cml::Work* work; std::uint32_t* out; };
+  struct Way {
+    const char* name;
+    const cml::Work* work;
+    std::uint32_t* out;
+  };
   bool ok = true;
   for (const Way& w : {Way{"copy in, kernel, copy out", &explicit_copies, pinned_out.data()},
                        Way{"mapped in and out", &mapped, mapped_out.data()}}) {
@@ -84,8 +92,8 @@ bool mapped_overlap(Context& c) {
 
   const std::vector<std::string> names = {"copy in, kernel, copy out (one stream)", "mapped in and out (one kernel)",
                                           "  copy in alone", "  kernel alone (device memory)", "  copy out alone"};
-  const auto st = cml::time_interleaved({explicit_copies, mapped, copy_in, kernel, copy_out}, c.stream,
-                                        c.run.timing, cml::Clock::Events);
+  const auto st = cml::time_interleaved({explicit_copies, mapped, copy_in, kernel, copy_out}, c.stream, c.run.timing,
+                                        cml::Clock::Events);
   cml::Table table("mapped_overlap", {"what", "median_ms", "noise", "time / copy, kernel, copy"});
   for (std::size_t k = 0; k < st.size(); ++k)
     table.row({names[k], cml::fixed(st[k].median_ms, 3), cml::format_noise(st[k]),
@@ -93,9 +101,10 @@ bool mapped_overlap(Context& c) {
   c.run.emit(table);
   const double parts = st[2].median_ms + st[3].median_ms + st[4].median_ms;
   const double slower_copy = st[2].median_ms > st[4].median_ms ? st[2].median_ms : st[4].median_ms;
-  std::printf("the three parts one after another: %.3f ms; the slower copy alone: %.3f ms, the least a\n"
-              "kernel could take that moved both ways at once at the copies' rate\n",
-              parts, slower_copy);
+  std::printf(
+      "the three parts one after another: %.3f ms; the slower copy alone: %.3f ms, the least a\n"
+      "kernel could take that moved both ways at once at the copies' rate\n",
+      parts, slower_copy);
   return ok;
 }
 

@@ -86,8 +86,9 @@ bool mapped_setup(Context& c) {
 
   bool ok = true;
   if (unified && (attr.devicePointer != pinned.data() || (answered && mapped != pinned.data()))) {
-    std::printf("FAILED: this GPU reports unified addressing, yet the device's pointer to cudaMallocHost\n"
-                "memory is not its host pointer\n");
+    std::printf(
+        "FAILED: this GPU reports unified addressing, yet the device's pointer to cudaMallocHost\n"
+        "memory is not its host pointer\n");
     ok = false;
   }
   if (!unified && !answered) {

@@ -55,7 +55,8 @@ void copy_then_sum(std::uint32_t* device, const std::uint32_t* pinned, std::size
 cml::Table host_access(std::byte* cached, std::byte* write_combined, std::size_t bytes, cudaStream_t stream,
                        cml::TimingOptions timing) {
   std::vector<std::byte> plain(bytes, std::byte{5});
-  cml::Table table("write_combined_host", {"memory", "host writes GB/s", "writes noise", "host reads GB/s", "reads noise"});
+  cml::Table table("write_combined_host",
+                   {"memory", "host writes GB/s", "writes noise", "host reads GB/s", "reads noise"});
   for (const auto& [name, pinned] : {std::pair<const char*, std::byte*>{"cudaMallocHost", cached},
                                      std::pair<const char*, std::byte*>{"write-combined", write_combined}}) {
     std::byte* p = pinned;  // a lambda cannot capture a structured binding in C++17

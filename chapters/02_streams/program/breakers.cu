@@ -11,9 +11,7 @@ BrokenRun::BrokenRun(const Breaker& breaker, const Problem& problem, const Plan&
     : plan_(plan), problem_(problem) {
   const auto count = static_cast<std::size_t>(plan.streams);
   switch (breaker.streams) {
-    case BreakerStreams::Legacy:
-      streams_.assign(count, cudaStreamLegacy);
-      break;
+    case BreakerStreams::Legacy: streams_.assign(count, cudaStreamLegacy); break;
     case BreakerStreams::Blocking:
       for (std::size_t i = 0; i < count; ++i) streams_.push_back(blocking_.emplace_back(cudaStreamDefault).get());
       break;
@@ -33,7 +31,9 @@ BrokenRun::BrokenRun(const Breaker& breaker, const Problem& problem, const Plan&
     problem_.after_chunk = [this, call = breaker.after_chunk](std::size_t, cudaStream_t s) { call(scratch_, s); };
 }
 
-BrokenRun::~BrokenRun() { cml::release_noexcept([&] { release(); }, "BrokenRun::release"); }
+BrokenRun::~BrokenRun() {
+  cml::release_noexcept([&] { release(); }, "BrokenRun::release");
+}
 
 void BrokenRun::run() { run_staged(problem_, streams_, plan_.chunks, plan_.order); }
 

@@ -36,14 +36,19 @@ bool chunk_curve(const Problem& p, const Measured& m, std::size_t max_chunks, co
   const double total = m.h2d_ms + m.kernel_ms + m.d2h_ms;
   const double busiest = busiest_engine(m), shared = busiest_with_shared_link(m);
   std::printf("\n== The pipeline formula over 1..%zu equal chunks (cycles %d) ==\n", max_chunks, p.cycles);
-  std::printf("phases alone: copy in %.3f ms, kernel %.3f ms, copy out %.3f ms, S = %.3f ms; both copies at once %.3f ms\n",
-              m.h2d_ms, m.kernel_ms, m.d2h_ms, total, m.both_ms);
-  std::printf("formula: T(C) = W + (S - W) / C, speed-up S / T(C) = 1 / (r_s + r_p / C), r_s = W / S (the busiest engine's share)\n");
-  std::printf("  %d engines overlap (asyncEngineCount %d): W = %.3f ms, so at most %.2fx however many chunks\n"
-              "  (%dx only when every engine has the same work)\n",
-              overlapping_engines(m), m.copy_engines, busiest, total / busiest, overlapping_engines(m));
-  std::printf("  the copy directions sharing the link: W = %.3f ms, at most %.2fx; and %.1f us per chunk added: T(C) + C o\n",
-              shared, total / shared, 1000 * m.chunk_ms);
+  std::printf(
+      "phases alone: copy in %.3f ms, kernel %.3f ms, copy out %.3f ms, S = %.3f ms; both copies at once %.3f ms\n",
+      m.h2d_ms, m.kernel_ms, m.d2h_ms, total, m.both_ms);
+  std::printf(
+      "formula: T(C) = W + (S - W) / C, speed-up S / T(C) = 1 / (r_s + r_p / C), r_s = W / S (the busiest engine's "
+      "share)\n");
+  std::printf(
+      "  %d engines overlap (asyncEngineCount %d): W = %.3f ms, so at most %.2fx however many chunks\n"
+      "  (%dx only when every engine has the same work)\n",
+      overlapping_engines(m), m.copy_engines, busiest, total / busiest, overlapping_engines(m));
+  std::printf(
+      "  the copy directions sharing the link: W = %.3f ms, at most %.2fx; and %.1f us per chunk added: T(C) + C o\n",
+      shared, total / shared, 1000 * m.chunk_ms);
   note_if_pageable(p);
 
   // No measurement of a pipeline that computes wrong: every chunk count first, against one
@@ -52,10 +57,12 @@ bool chunk_curve(const Problem& p, const Measured& m, std::size_t max_chunks, co
   EqualChunks pipe;
   bool ok = true;
   for (std::size_t k = 1; k <= max_chunks; ++k) {
-    const cml::VerifyResult r = verify_pipeline(p, [&] { pipe.issue(p, k, Layout::ChunkStreams); }, want);
+    const cml::VerifyResult r = verify_pipeline(
+        p, [&] { pipe.issue(p, k, Layout::ChunkStreams); }, want);
     if (!r.ok) ok = cml::report(r, std::to_string(k) + " equal chunks");
   }
-  std::printf("%zu pipelines (1..%zu equal chunks) against the CPU: %s\n", max_chunks, max_chunks, ok ? "PASSED" : "FAILED");
+  std::printf("%zu pipelines (1..%zu equal chunks) against the CPU: %s\n", max_chunks, max_chunks,
+              ok ? "PASSED" : "FAILED");
   if (!ok) return false;
 
   // All chunk counts timed interleaved with the sequential run, so drift falls on all alike.
@@ -74,14 +81,18 @@ bool chunk_curve(const Problem& p, const Measured& m, std::size_t max_chunks, co
     const double measured = st[0].median_ms / st[k].median_ms;
     const double with_cost = total / (formula_ms(total, shared, c) + c * m.chunk_ms);
     if (measured > st[0].median_ms / st[best].median_ms) best = k;
-    if (with_cost > best_model_speedup) { best_model_speedup = with_cost; best_model = k; }
+    if (with_cost > best_model_speedup) {
+      best_model_speedup = with_cost;
+      best_model = k;
+    }
     table.row({std::to_string(k), fixed(st[k].median_ms, 3), cml::format_noise(st[k]), fixed(measured, 2),
                fixed(formula_speedup(total, busiest, c), 2), fixed(formula_speedup(total, shared, c), 2),
                fixed(with_cost, 2), fixed(measured / formula_speedup(total, shared, c), 3)});
   }
   run.emit(table);
-  std::printf("measured best: %zu chunks (%.2fx); the formula with the shared link and the chunk cost peaks at %zu (%.2fx)\n",
-              best, st[0].median_ms / st[best].median_ms, best_model, best_model_speedup);
+  std::printf(
+      "measured best: %zu chunks (%.2fx); the formula with the shared link and the chunk cost peaks at %zu (%.2fx)\n",
+      best, st[0].median_ms / st[best].median_ms, best_model, best_model_speedup);
   return true;
 }
 

@@ -52,7 +52,6 @@ inline double busiest_with_shared_link(const Measured& m) {
 // against the CPU, then timed interleaved with the sequential run; beside each, the
 // formula's speed-up, with independent engines, with the shared link, and with m.chunk_ms
 // added per chunk. False when a result is wrong.
-bool chunk_curve(const Problem& p, const Measured& m, std::size_t max_chunks, const cml::Run& run,
-                 cudaStream_t stream);
+bool chunk_curve(const Problem& p, const Measured& m, std::size_t max_chunks, const cml::Run& run, cudaStream_t stream);
 
 }  // namespace ch02

@@ -43,7 +43,8 @@ void EqualChunks::issue(const Problem& p, std::size_t chunks, Layout layout) {
       kernel = kernels_;
       out = copies_out_;
     }
-    CUDA_CHECK(cudaMemcpyAsync(p.device_in + first, p.host_in + first, count * sizeof(int), cudaMemcpyHostToDevice, in));
+    CUDA_CHECK(
+        cudaMemcpyAsync(p.device_in + first, p.host_in + first, count * sizeof(int), cudaMemcpyHostToDevice, in));
     // Across streams nothing orders the kernel after its copy, nor the copy out after the
     // kernel: stream order does that only within one stream, so an event must, for each chunk.
     if (kernel != in) {
@@ -55,8 +56,8 @@ void EqualChunks::issue(const Problem& p, std::size_t chunks, Layout layout) {
       CUDA_CHECK(cudaEventRecord(computed_[c], kernel));
       CUDA_CHECK(cudaStreamWaitEvent(out, computed_[c], 0));
     }
-    CUDA_CHECK(cudaMemcpyAsync(p.host_out + first, p.device_out + first, count * sizeof(int), cudaMemcpyDeviceToHost,
-                               out));
+    CUDA_CHECK(
+        cudaMemcpyAsync(p.host_out + first, p.device_out + first, count * sizeof(int), cudaMemcpyDeviceToHost, out));
   }
 }
 
@@ -64,8 +65,9 @@ void note_if_pageable(const Problem& p) {
   cudaPointerAttributes a{};
   CUDA_CHECK(cudaPointerGetAttributes(&a, p.host_in));
   if (a.type == cudaMemoryTypeUnregistered)
-    std::printf("note: the host buffers are pageable (allocate_host_ints, step 1): every copy below is synchronous,\n"
-                "  so nothing overlaps and the measured curve stays flat (--solution runs the reference)\n");
+    std::printf(
+        "note: the host buffers are pageable (allocate_host_ints, step 1): every copy below is synchronous,\n"
+        "  so nothing overlaps and the measured curve stays flat (--solution runs the reference)\n");
 }
 
 }  // namespace ch02

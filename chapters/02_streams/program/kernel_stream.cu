@@ -38,16 +38,19 @@ KernelFacts kernel_facts(const cml::trace::Trace& trace) {
 bool kernel_stream(const Problem& p, std::size_t chunks, const cml::Run& run, cudaStream_t stream) {
   using cml::fixed;
   std::printf("\n== Every chunk's kernel on one stream (%zu equal chunks, cycles %d) ==\n", chunks, p.cycles);
-  std::printf("the CUDA Handbook: unless the kernels must run concurrently, the chunks' kernels may be issued in order\n"
-              "  to one stream and the copies still overlap them. Across streams an event orders each chunk (its kernel\n"
-              "  after its copy in, its copy out after its kernel): cudaStreamWaitEvent makes a stream wait, not the host\n");
+  std::printf(
+      "the CUDA Handbook: unless the kernels must run concurrently, the chunks' kernels may be issued in order\n"
+      "  to one stream and the copies still overlap them. Across streams an event orders each chunk (its kernel\n"
+      "  after its copy in, its copy out after its kernel): cudaStreamWaitEvent makes a stream wait, not the host\n");
   note_if_pageable(p);
 
   const std::vector<int> want = expected_output(p);
   EqualChunks pipe;
   bool ok = true;
   for (const LayoutInfo& l : layouts())
-    ok &= cml::report(verify_pipeline(p, [&] { pipe.issue(p, chunks, l.layout); }, want), std::string("layout ") + l.name);
+    ok &= cml::report(verify_pipeline(
+                          p, [&] { pipe.issue(p, chunks, l.layout); }, want),
+                      std::string("layout ") + l.name);
   if (!ok) return false;  // no measurement of a pipeline that computes wrong
 
   std::vector<cml::Work> works = {[&](cudaStream_t x) { run_sequential(p, x); }};
@@ -81,8 +84,9 @@ bool kernel_stream(const Problem& p, std::size_t chunks, const cml::Run& run, cu
   }
   run.emit(table);
   if (!trace_error.empty()) std::printf("(trace unavailable: %s)\n", trace_error.c_str());
-  std::printf("kernels at once: the share of the kernels' busy time with two or more running; one stream runs its\n"
-              "  kernels one after another, so there it is 0, and the copies still overlap them (copy||kernel)\n");
+  std::printf(
+      "kernels at once: the share of the kernels' busy time with two or more running; one stream runs its\n"
+      "  kernels one after another, so there it is 0, and the copies still overlap them (copy||kernel)\n");
   return ok;
 }
 

@@ -15,8 +15,8 @@ Row measure_row(const Problem& p, const Phases& copies, const Plan& plan, const 
 }
 
 cml::Table rows_table(const std::string& name) {
-  return cml::Table(name, {"cycles", "HtoD ms", "kernel ms", "DtoH ms", "sequential ms", "sequential noise", "staged ms",
-                           "staged noise", "speed-up", "bound", "contention bound", "efficiency"});
+  return cml::Table(name, {"cycles", "HtoD ms", "kernel ms", "DtoH ms", "sequential ms", "sequential noise",
+                           "staged ms", "staged noise", "speed-up", "bound", "contention bound", "efficiency"});
 }
 
 void add_row(cml::Table& table, const Row& r) {

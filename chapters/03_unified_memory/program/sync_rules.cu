@@ -70,11 +70,20 @@ struct WaitRule {
 
 const std::vector<WaitRule> kWaitRules = {
     {"cudaDeviceSynchronize", "always", Step::AfterWait,
-     [](LaneOwner&, cudaEvent_t) { CUDA_CHECK(cudaDeviceSynchronize()); return -1L; }},
+     [](LaneOwner&, cudaEvent_t) {
+       CUDA_CHECK(cudaDeviceSynchronize());
+       return -1L;
+     }},
     {"cudaStreamSynchronize(stream)", "no other stream still runs", Step::AfterWait,
-     [](LaneOwner& o, cudaEvent_t) { CUDA_CHECK(cudaStreamSynchronize(o.lane.stream)); return -1L; }},
+     [](LaneOwner& o, cudaEvent_t) {
+       CUDA_CHECK(cudaStreamSynchronize(o.lane.stream));
+       return -1L;
+     }},
     {"cudaEventSynchronize(event after the kernel)", "no device work after the event", Step::AfterWait,
-     [](LaneOwner&, cudaEvent_t e) { CUDA_CHECK(cudaEventSynchronize(e)); return -1L; }},
+     [](LaneOwner&, cudaEvent_t e) {
+       CUDA_CHECK(cudaEventSynchronize(e));
+       return -1L;
+     }},
     {"cudaStreamQuery(stream) until cudaSuccess", "no other stream still runs", Step::AfterWait,
      [](LaneOwner& o, cudaEvent_t) { return poll([&] { return cudaStreamQuery(o.lane.stream); }); }},
     {"cudaEventQuery(event after the kernel) until cudaSuccess", "no device work after the event", Step::AfterWait,
@@ -121,10 +130,11 @@ RuleRun run_rule(const WaitRule& rule, std::size_t n, const cml::ManagedBuffer<u
 
 bool wait_rules(const cml::Run& run, const cml::ManagedBuffer<unsigned>& table, std::size_t n) {
   const bool concurrent = run.facts.concurrent_managed_access;
-  std::printf("\n-- After a kernel on a stream: which calls let the host touch its managed data --\n"
-              "each row: a kernel that waits %.0f ms on the GPU's clock, then writes all %zu words of its lane's\n"
-              "managed buffer; the host waits as the row says, then does the chapter's host step on them\n",
-              kKernelMs, n);
+  std::printf(
+      "\n-- After a kernel on a stream: which calls let the host touch its managed data --\n"
+      "each row: a kernel that waits %.0f ms on the GPU's clock, then writes all %zu words of its lane's\n"
+      "managed buffer; the host waits as the row says, then does the chapter's host step on them\n",
+      kKernelMs, n);
   cml::Table t("sync_rules", {"how the host waited", "the guide's condition (concurrentManagedAccess = 0)",
                               "host waited ms", "not-ready answers", "host step before the kernel's end", "result"});
   bool ok = true;
@@ -166,15 +176,16 @@ cml::VerifyResult host_writes_and_reads(unsigned* p, std::size_t n, unsigned sal
 
 bool during_kernel(const cml::Run& run, const cml::ManagedBuffer<unsigned>& table, std::size_t n) {
   const bool concurrent = run.facts.concurrent_managed_access;
-  std::printf("\n-- While a kernel runs: what the host may touch --\n"
-              "a kernel on lane A's managed buffer waits %.0f ms, then writes it; meanwhile the host writes and reads\n"
-              "back %zu words of each kind of memory below; the GPU's mark says whether the kernel was still running\n",
-              kLongKernelMs, n);
+  std::printf(
+      "\n-- While a kernel runs: what the host may touch --\n"
+      "a kernel on lane A's managed buffer waits %.0f ms, then writes it; meanwhile the host writes and reads\n"
+      "back %zu words of each kind of memory below; the GPU's mark says whether the kernel was still running\n",
+      kLongKernelMs, n);
   LaneOwner a(n, table, run.facts.index, 600);
   a.progress.fixed_delay_ms = kLongKernelMs;
   cml::PinnedBuffer<unsigned> pinned(n);  // cudaHostAlloc with default flags: cudaMallocHost's memory
   cml::MappedBuffer<unsigned> mapped(n);
-  cml::ManagedBuffer<unsigned> other;     // managed data the kernel does not use
+  cml::ManagedBuffer<unsigned> other;  // managed data the kernel does not use
   if (concurrent) {
     other = cml::ManagedBuffer<unsigned>(n);
     std::fill(other.begin(), other.end(), 0u);  // its pages exist on the host before the kernel starts
@@ -210,16 +221,16 @@ bool during_kernel(const cml::Run& run, const cml::ManagedBuffer<unsigned>& tabl
   const std::vector<unsigned> want = a.after_rounds(1);
   const cml::VerifyResult kernel = cml::compare_exact(a.data.data(), want.data(), n);
   ok &= kernel.ok;
-  t.row({"lane A's managed buffer, the kernel's own", "after cudaStreamSynchronize and the host step: " + kernel.describe(),
-         "no (waited for)"});
+  t.row({"lane A's managed buffer, the kernel's own",
+         "after cudaStreamSynchronize and the host step: " + kernel.describe(), "no (waited for)"});
   run.emit(t);
   return ok;
 }
 
 void print_guide(bool concurrent) {
-  std::printf("concurrentManagedAccess = %d on this GPU%s\n", concurrent ? 1 : 0,
-              concurrent ? ": the host may touch managed memory while kernels run (data a kernel uses is then a race)"
-                         : "");
+  std::printf(
+      "concurrentManagedAccess = %d on this GPU%s\n", concurrent ? 1 : 0,
+      concurrent ? ": the host may touch managed memory while kernels run (data a kernel uses is then a race)" : "");
   std::printf(
       "the CUDA Programming Guide, for a GPU with concurrentManagedAccess = 0%s:\n"
       "  - while any kernel runs the GPU is active, and the host must not touch any managed data, even data that\n"
@@ -228,7 +239,8 @@ void print_guide(bool concurrent) {
       "    running; no device work after the event);\n"
       "  - on any GPU, kernels of different streams may use the same managed data at once: nothing orders them,\n"
       "    so they may race, as with ordinary device memory.\n",
-      concurrent ? " (not this one: nothing below runs that case)" : " (this one: the rows that would fault are not run)");
+      concurrent ? " (not this one: nothing below runs that case)"
+                 : " (this one: the rows that would fault are not run)");
 }
 
 }  // namespace

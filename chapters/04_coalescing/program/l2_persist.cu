@@ -44,7 +44,8 @@ __global__ void table_stream(const float* __restrict__ table, unsigned table_flo
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   // The table index follows h modulo table_floats without a 64-bit division per iteration.
-  const unsigned start = static_cast<unsigned>(first % table_floats), advance = static_cast<unsigned>(step % table_floats);
+  const unsigned start = static_cast<unsigned>(first % table_floats),
+                 advance = static_cast<unsigned>(step % table_floats);
   for (int pass = 0; pass < passes; ++pass) {
     unsigned t = start;
     for (std::size_t h = first; h < half; h += step) {
@@ -141,8 +142,8 @@ class Experiment {
   bool has_window() const { return why_no_window_.empty(); }
   // The fraction of the table's lines that may persist: all of them when the set-aside holds it.
   float hit_ratio() const {
-    return has_window() ? static_cast<float>(std::min(1.0, static_cast<double>(carve_out_->granted()) /
-                                                               static_cast<double>(table_.bytes())))
+    return has_window() ? static_cast<float>(std::min(
+                              1.0, static_cast<double>(carve_out_->granted()) / static_cast<double>(table_.bytes())))
                         : 0.0f;
   }
   std::size_t table_bytes() const { return table_.bytes(); }
@@ -237,19 +238,22 @@ struct Timed {
 // ncu runs next starts from the L2 this one found.
 Timed check_and_time(const cml::Run& run, std::size_t table_bytes, const Arrays& arrays) {
   const Experiment e(run, table_bytes, arrays);
-  std::printf("\n== A %s table read over and over while %s are written through L2, without and with a persisting "
-              "window ==\n",
-              cml::format_bytes(e.table_bytes()).c_str(), cml::format_bytes(e.written_bytes()).c_str());
-  std::printf("L2 %s; persisting L2 at most %s (cudaDevAttrMaxPersistingL2CacheSize); access policy window at most "
-              "%s (cudaDevAttrMaxAccessPolicyWindowSize)\n",
-              cml::format_bytes(run.facts.l2_bytes).c_str(), cml::format_bytes(e.limits().max_persisting).c_str(),
-              cml::format_bytes(e.limits().max_window).c_str());
+  std::printf(
+      "\n== A %s table read over and over while %s are written through L2, without and with a persisting "
+      "window ==\n",
+      cml::format_bytes(e.table_bytes()).c_str(), cml::format_bytes(e.written_bytes()).c_str());
+  std::printf(
+      "L2 %s; persisting L2 at most %s (cudaDevAttrMaxPersistingL2CacheSize); access policy window at most "
+      "%s (cudaDevAttrMaxAccessPolicyWindowSize)\n",
+      cml::format_bytes(run.facts.l2_bytes).c_str(), cml::format_bytes(e.limits().max_persisting).c_str(),
+      cml::format_bytes(e.limits().max_window).c_str());
   if (e.has_window())
-    std::printf("set aside for persisting lines: %s (asked %s; the limit was %s and is restored at the end); "
-                "hitRatio %.3f\n",
-                cml::format_bytes(e.carve_out()->granted()).c_str(),
-                cml::format_bytes(std::min(e.table_bytes(), e.limits().max_persisting)).c_str(),
-                cml::format_bytes(e.carve_out()->previous()).c_str(), e.hit_ratio());
+    std::printf(
+        "set aside for persisting lines: %s (asked %s; the limit was %s and is restored at the end); "
+        "hitRatio %.3f\n",
+        cml::format_bytes(e.carve_out()->granted()).c_str(),
+        cml::format_bytes(std::min(e.table_bytes(), e.limits().max_persisting)).c_str(),
+        cml::format_bytes(e.carve_out()->previous()).c_str(), e.hit_ratio());
   else
     std::printf("no window: %s; only the run without one is shown\n", e.why_no_window().c_str());
 
@@ -269,7 +273,8 @@ Timed check_and_time(const cml::Run& run, std::size_t table_bytes, const Arrays&
       prepares[k](s);
       works[k](s);
     };
-    out.ok &= run_checked(arrays, e.stream(), prepared, [&] { return e.verify(); }, out.names[k]);
+    out.ok &= run_checked(
+        arrays, e.stream(), prepared, [&] { return e.verify(); }, out.names[k]);
   }
   out.stats = cml::time_interleaved(prepares, works, e.stream(), run.timing);
   return out;
@@ -280,10 +285,10 @@ Timed check_and_time(const cml::Run& run, std::size_t table_bytes, const Arrays&
 bool run_l2_persist(const cml::Run& run, std::size_t bytes, std::size_t table_bytes, const Arrays& arrays,
                     const char* profile_mode) {
   const Timed tm = check_and_time(run, table_bytes, arrays);
-  const auto r = cml::ncu::profile({cml::sass::self_executable(), std::string("--mode=") + profile_mode,
-                                    "--size=" + std::to_string(bytes), "--table=" + std::to_string(tm.table_bytes),
-                                    "--device=" + std::to_string(run.facts.index)},
-                                   "table_stream", kMetrics, {"CML_TRACE=off"});
+  const auto r = cml::ncu::profile(
+      {cml::sass::self_executable(), std::string("--mode=") + profile_mode, "--size=" + std::to_string(bytes),
+       "--table=" + std::to_string(tm.table_bytes), "--device=" + std::to_string(run.facts.index)},
+      "table_stream", kMetrics, {"CML_TRACE=off"});
   const bool counted = r.ok && r.kernels.size() == tm.names.size();
   const auto value = [&](std::size_t k, std::size_t m) {
     const auto& v = r.kernels[k].values;
@@ -299,11 +304,13 @@ bool run_l2_persist(const cml::Run& run, std::size_t bytes, std::size_t table_by
            counted ? fixed(value(k, 2) / static_cast<double>(tm.table_read_bytes), 3) : "-"});
   }
   run.emit(t);
-  if (!r.ok) std::printf("(ncu columns not measured: %s)\n", r.error.c_str());
-  else if (!counted) std::printf("(ncu profiled %zu kernels, %zu expected: its columns not shown)\n", r.kernels.size(),
-                                 tm.names.size());
-  std::printf("(every L2 read of the kernel is a table read: the stream is only written; ncu flushes the caches "
-              "before each kernel it profiles)\n");
+  if (!r.ok)
+    std::printf("(ncu columns not measured: %s)\n", r.error.c_str());
+  else if (!counted)
+    std::printf("(ncu profiled %zu kernels, %zu expected: its columns not shown)\n", r.kernels.size(), tm.names.size());
+  std::printf(
+      "(every L2 read of the kernel is a table read: the stream is only written; ncu flushes the caches "
+      "before each kernel it profiles)\n");
   return tm.ok;
 }
 

@@ -129,9 +129,9 @@ bool run_permuted(const cml::Run& run, std::size_t bytes, const Arrays& arrays, 
   std::vector<cml::Work> works;
   for (const Permutation& p : perms) {
     const cml::Work w = [&arrays, n, map = p.map](cudaStream_t st) { launch(map, arrays, n, st); };
-    ok &= run_checked(arrays, stream, w, [&] {
-      return arrays.verify(n, [&](std::size_t i) { return arrays.host[source_of(p.map, i)]; });
-    }, p.reads);
+    ok &= run_checked(
+        arrays, stream, w,
+        [&] { return arrays.verify(n, [&](std::size_t i) { return arrays.host[source_of(p.map, i)]; }); }, p.reads);
     works.push_back(w);
   }
   const std::vector<cml::Stats> st = cml::time_interleaved(works, stream, run.timing);
@@ -155,9 +155,10 @@ bool run_permuted(const cml::Run& run, std::size_t bytes, const Arrays& arrays, 
            counted ? fixed(value(k, 3) / (4.0 * n), 3) : "-"});
   }
   run.emit(t);
-  if (!r.ok) std::printf("(ncu columns not measured: %s)\n", r.error.c_str());
-  else if (!counted) std::printf("(ncu profiled %zu kernels, %zu expected: its columns not shown)\n", r.kernels.size(),
-                                 perms.size());
+  if (!r.ok)
+    std::printf("(ncu columns not measured: %s)\n", r.error.c_str());
+  else if (!counted)
+    std::printf("(ncu profiled %zu kernels, %zu expected: its columns not shown)\n", r.kernels.size(), perms.size());
   std::printf("(requests: warp-wide loads; GB/s: bytes read + written over the time; the writes are in order)\n");
   return ok;
 }

@@ -32,13 +32,14 @@ void print_sweep_counters(const cml::Run& run, std::size_t bytes, Arrays& arrays
     std::printf("(ncu profiled %zu kernels, %zu expected: not shown)\n", r.kernels.size(), sweeps.size());
     return;
   }
-  cml::Table t("dram", {"pattern", "k", "ms", "noise", "model L1 sectors/request", "L2 sectors/request",
-                        "L2 requests/request", "DRAM read / wanted", "model L1 moved / wanted", "DRAM GB/s (read + write)"});
+  cml::Table t("dram",
+               {"pattern", "k", "ms", "noise", "model L1 sectors/request", "L2 sectors/request", "L2 requests/request",
+                "DRAM read / wanted", "model L1 moved / wanted", "DRAM GB/s (read + write)"});
   for (std::size_t i = 0; i < sweeps.size(); ++i) {
     const Pattern& p = sweeps[i];
     const std::size_t n = sweep_n(p, bytes);
-    const cml::Stats st =
-        cml::time_work([&](cudaStream_t x) { p.launch(arrays.in.data(), arrays.out.data(), n, x); }, stream, run.timing);
+    const cml::Stats st = cml::time_work([&](cudaStream_t x) { p.launch(arrays.in.data(), arrays.out.data(), n, x); },
+                                         stream, run.timing);
     const double wanted = static_cast<double>(n) * 4, requests = static_cast<double>(n) / 32;  // one per warp
     const auto value = [&](std::size_t m) {
       const auto& v = r.kernels[i].values;

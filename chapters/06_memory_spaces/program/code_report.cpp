@@ -34,7 +34,8 @@ std::size_t cell_count(const cml::sass::Function& f, const std::string& what) {
   static const std::map<std::string, std::function<std::size_t(const cml::sass::Function&)>> special = {
       {"c[0x3][imm]", constant_uniform},
       {"c[0x3][R]", constant_divergent},
-      {"TEX", [](const cml::sass::Function& k) {
+      {"TEX",
+       [](const cml::sass::Function& k) {
          return cml::sass::count(k, "TEX") + cml::sass::count(k, "TLD") + cml::sass::count(k, "TLD4");
        }},
       {"other LDG",

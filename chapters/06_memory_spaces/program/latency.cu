@@ -280,13 +280,17 @@ bool latency_mode(Context& c) {
            compiler_cell(m.space->kernel)});
   c.run.emit(t);
   if (khz > 0)
-    std::printf("(ns: cycles at the peak clock the device reports, %d MHz (cudaDevAttrClockRate); the SM may run "
-                "slower, so the cycles are the measurement)\n", khz / 1000);
+    std::printf(
+        "(ns: cycles at the peak clock the device reports, %d MHz (cudaDevAttrClockRate); the SM may run "
+        "slower, so the cycles are the measurement)\n",
+        khz / 1000);
   else
     std::printf("(cudaDevAttrClockRate reports no SM clock on this device: cycles only, no ns)\n");
-  std::printf("(cycles per load: median of %d runs, each %d loads after a lap that warms the caches (none for "
-              "device memory); the Best Practices Guide's order, slowest first: global > local > texture >> "
-              "constant > shared > register)\n", c.run.timing.iters, steps);
+  std::printf(
+      "(cycles per load: median of %d runs, each %d loads after a lap that warms the caches (none for "
+      "device memory); the Best Practices Guide's order, slowest first: global > local > texture >> "
+      "constant > shared > register)\n",
+      c.run.timing.iters, steps);
   std::printf("latency: %s\n", ok ? "PASSED (every chase ended where the CPU says)" : "FAILED");
   return ok;
 }

@@ -112,7 +112,8 @@ bool pitched(Context& c) {
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
       want[static_cast<std::size_t>(y) * w + x] =
-          image.host[static_cast<std::size_t>(std::clamp(y + kShiftY, 0, h - 1)) * w + std::clamp(x + kShiftX, 0, w - 1)];
+          image.host[static_cast<std::size_t>(std::clamp(y + kShiftY, 0, h - 1)) * w +
+                     std::clamp(x + kShiftX, 0, w - 1)];
   std::printf("(pitched image %d x %d floats: %zu bytes a row, pitch %zu bytes)\n", w, h, w * sizeof(float),
               image.image().pitch_bytes);
   return run_and_check(
@@ -147,12 +148,13 @@ bool surface(Context& c) {
 }  // namespace
 
 bool linear_texture_mode(Context& c) {
-  std::printf("\n== Textures over memory that kernels write: linear, pitched 2D, and a CUDA array written through a "
-              "surface ==\n"
-              "The rule: a kernel must not read through a texture (or a surface) what it writes in the same launch, "
-              "by global stores or surface writes. The texture cache is read-only and is not kept coherent with "
-              "those writes during a launch, so such a read returns undefined data. The defined way, run below: "
-              "write in one launch, read in the next.\n");
+  std::printf(
+      "\n== Textures over memory that kernels write: linear, pitched 2D, and a CUDA array written through a "
+      "surface ==\n"
+      "The rule: a kernel must not read through a texture (or a surface) what it writes in the same launch, "
+      "by global stores or surface writes. The texture cache is read-only and is not kept coherent with "
+      "those writes during a launch, so such a read returns undefined data. The defined way, run below: "
+      "write in one launch, read in the next.\n");
   bool ok = linear(c);
   ok &= pitched(c);
   ok &= surface(c);

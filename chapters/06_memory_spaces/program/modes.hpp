@@ -24,7 +24,7 @@ struct Settings {
   int pixels = 1 << 24;          // the mix's pixels
   int side = 4096;               // the rotated image's side
   int degrees = 30;
-  int steps = 4096;              // --mode=latency: timed loads per chase
+  int steps = 4096;  // --mode=latency: timed loads per chase
 };
 
 struct Context {

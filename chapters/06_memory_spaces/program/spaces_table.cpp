@@ -20,14 +20,17 @@ std::string kib(std::size_t bytes) { return std::to_string(bytes / 1024) + " KiB
 bool spaces_table(Context& c) {
   cudaDeviceProp p{};
   CUDA_CHECK(cudaGetDeviceProperties(&p, c.run.facts.index));
-  std::printf("\n== Memory spaces on %s (sizes: this device's properties; [arch] = architecture constant, not "
-              "reported by the device) ==\n", p.name);
+  std::printf(
+      "\n== Memory spaces on %s (sizes: this device's properties; [arch] = architecture constant, not "
+      "reported by the device) ==\n",
+      p.name);
   cml::Table t("memory_spaces", {"space", "where", "cached", "access", "scope", "lifetime", "size here"});
   t.row({"register", "on chip (SM register file)", "n/a", "R/W", "1 thread", "thread",
          std::to_string(p.regsPerMultiprocessor) + " x 32-bit per SM, " + std::to_string(p.regsPerBlock) +
              " per block; 255 per thread [arch]"});
-  t.row({"local", "device memory", "L1 and L2", "R/W", "1 thread", "thread",
-         "up to 512 KiB per thread [arch]; L1 cache for local: " + std::string(p.localL1CacheSupported ? "yes" : "no")});
+  t.row(
+      {"local", "device memory", "L1 and L2", "R/W", "1 thread", "thread",
+       "up to 512 KiB per thread [arch]; L1 cache for local: " + std::string(p.localL1CacheSupported ? "yes" : "no")});
   t.row({"shared", "on chip (with L1)", "n/a", "R/W", "all threads in block", "block",
          kib(p.sharedMemPerBlock) + " per block (" + kib(p.sharedMemPerBlockOptin) + " opt-in), " +
              kib(p.sharedMemPerMultiprocessor) + " per SM; L1 + shared 256 KiB per SM on sm_90 [arch]"});

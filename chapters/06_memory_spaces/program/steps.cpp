@@ -64,9 +64,10 @@ bool spills(Context& c, const float* in, float* out) {
     cml::DeviceBuffer<float> small(host.size());
     upload(small.data(), host, c.stream);
     for (const auto& v : vs)
-      ok &= run_and_check(c, std::string(v.name) + ", 1000 x 1037",
-                          [&](float* o, cudaStream_t s) { sort_runs(v.budget, small.data(), o, rows, cols, s); },
-                          host.size(), exactly(want));
+      ok &= run_and_check(
+          c, std::string(v.name) + ", 1000 x 1037",
+          [&](float* o, cudaStream_t s) { sort_runs(v.budget, small.data(), o, rows, cols, s); }, host.size(),
+          exactly(want));
   }
   std::vector<cml::Work> work;
   for (const auto& v : vs)
@@ -110,9 +111,9 @@ bool local_mode(Context& c) {
     cml::DeviceBuffer<float> in(host.size());
     upload(in.data(), host, c.stream);
     for (const auto& v : vs)
-      ok &= run_and_check(c, std::string(v.name) + ", 1000 x 1037",
-                          [&](float* o, cudaStream_t s) { v.fn(in.data(), o, rows, cols, taps, s); }, host.size(),
-                          exactly(want));
+      ok &= run_and_check(
+          c, std::string(v.name) + ", 1000 x 1037",
+          [&](float* o, cudaStream_t s) { v.fn(in.data(), o, rows, cols, taps, s); }, host.size(), exactly(want));
   }
   const std::size_t n = static_cast<std::size_t>(c.s.rows) * c.s.cols;
   cml::DeviceBuffer<float> in(n), out(n);
@@ -129,13 +130,15 @@ bool local_mode(Context& c) {
     const auto runtime = vs[i].kernel ? runtime_cells(vs[i].kernel) : std::vector<std::string>{"-", "-", "-"};
     r.insert(r.end(), runtime.begin(), runtime.end());
     r.push_back(compiler_cell(vs[i].kernel_name));
-    r.push_back(vs[i].kernel ? sass_cell(vs[i].kernel_name, {"LDL", "STL", "LDS", "c[0x3][imm]", "c[0x3][R]", "LDG", "TEX"})
-                             : sass_cell(vs[i].kernel_name, {"LDL", "STL", "LDS", "STS"}));
+    r.push_back(vs[i].kernel
+                    ? sass_cell(vs[i].kernel_name, {"LDL", "STL", "LDS", "c[0x3][imm]", "c[0x3][R]", "LDG", "TEX"})
+                    : sass_cell(vs[i].kernel_name, {"LDL", "STL", "LDS", "STS"}));
     t.row(r);
   }
   c.run.emit(t);
-  std::printf("(GB/s = 10^9 bytes read + written per second; ptxas's own words: nvcc -Xptxas -v; "
-              "./lab check 06 checks your kernel's compiled code, without a GPU too)\n");
+  std::printf(
+      "(GB/s = 10^9 bytes read + written per second; ptxas's own words: nvcc -Xptxas -v; "
+      "./lab check 06 checks your kernel's compiled code, without a GPU too)\n");
   return spills(c, in.data(), out.data()) && ok;
 }
 
@@ -205,9 +208,9 @@ bool texture_mode(Context& c) {
         c, name, work, image.host.size(), [&](const std::vector<float>& got) { return rotation_mismatch(got, ref, w); },
         "PASSED (within the 9-bit weights' tolerance)");
   if (tex.t == 0) std::printf("(create_rotation_texture returned no texture yet: step 3)\n");
-  const auto st = cml::time_interleaved({[&](cudaStream_t s) { vs[0].second(out.data(), s); },
-                                         [&](cudaStream_t s) { vs[1].second(out.data(), s); }},
-                                        c.stream, c.run.timing);
+  const auto st = cml::time_interleaved(
+      {[&](cudaStream_t s) { vs[0].second(out.data(), s); }, [&](cudaStream_t s) { vs[1].second(out.data(), s); }},
+      c.stream, c.run.timing);
   cml::Table t("texture", {"kernel", "ms", "vs plain loads"});
   for (std::size_t i = 0; i < vs.size(); ++i)
     t.row({vs[i].first, cml::with_noise(st[i]), fixed(st[0].median_ms / st[i].median_ms, 2)});

@@ -84,7 +84,8 @@ __global__ void __launch_bounds__(kThreads) memcpy_async_samples_kernel(const Sa
 // The same call with the type that is not trivially copyable: nvcc 13.0 compiles it
 // (the pipeline overloads do not check the type; the barrier overloads refuse it with a
 // static_assert, docs/07).
-__global__ void __launch_bounds__(kThreads) memcpy_async_counted_kernel(const Counted* in, std::size_t n, Counted* out) {
+__global__ void __launch_bounds__(kThreads)
+    memcpy_async_counted_kernel(const Counted* in, std::size_t n, Counted* out) {
   copy_with_memcpy_async(in, n, out);
 }
 
@@ -152,12 +153,13 @@ std::size_t constructed(const std::vector<Counted>& got, const std::vector<Count
 
 bool trivially_copyable_mode(const cml::Run& run, cudaStream_t stream) {
   const int cc = run.facts.cc();
-  std::printf("\n== memcpy_async and the element type: %zu elements on %d blocks. %s is compute capability %d.%d: "
-              "%s ==\n",
-              kElements, kBlocks, run.facts.name.c_str(), run.facts.cc_major, run.facts.cc_minor,
-              cc >= 80 ? "cp.async exists (8.0 and later), so the library's copies can be LDGSTS"
-                       : "no cp.async (it needs 8.0): memcpy_async works, its copies go through registers "
-                         "(LDG, STS) and complete at once");
+  std::printf(
+      "\n== memcpy_async and the element type: %zu elements on %d blocks. %s is compute capability %d.%d: "
+      "%s ==\n",
+      kElements, kBlocks, run.facts.name.c_str(), run.facts.cc_major, run.facts.cc_minor,
+      cc >= 80 ? "cp.async exists (8.0 and later), so the library's copies can be LDGSTS"
+               : "no cp.async (it needs 8.0): memcpy_async works, its copies go through registers "
+                 "(LDG, STS) and complete at once");
   std::vector<Sample> samples(kElements);
   std::vector<Counted> counted(kElements);
   for (std::size_t i = 0; i < kElements; ++i) {
@@ -182,27 +184,29 @@ bool trivially_copyable_mode(const cml::Run& run, cudaStream_t stream) {
   const auto r_constructed = check(got_constructed, constructed_want);
   const auto ran = [&](const std::vector<Counted>& got) {
     const std::size_t k = constructed(got, counted);
-    return k == 0 ? std::string("no: copies unchanged (bytes moved)")
-                  : k == kElements ? std::string("yes, on every element (copies + 1)")
-                                   : "on " + std::to_string(k) + " of " + std::to_string(kElements) + " elements";
+    return k == 0           ? std::string("no: copies unchanged (bytes moved)")
+           : k == kElements ? std::string("yes, on every element (copies + 1)")
+                            : "on " + std::to_string(k) + " of " + std::to_string(kElements) + " elements";
   };
 
   cml::Table t("trivially_copyable", {"copy", "element", "trivially copyable", "SASS of the kernel (this program)",
-                                       "copy constructor ran", "check"});
+                                      "copy constructor ran", "check"});
   t.row({"cuda::memcpy_async, thread-scope pipeline", "Sample (4 floats)", "yes",
          sass_cell("memcpy_async_samples_kernel"), "-", r_samples.ok ? "bytes equal" : "WRONG"});
   t.row({"cuda::memcpy_async, thread-scope pipeline", "Counted (copy constructor)", "no",
          sass_cell("memcpy_async_counted_kernel"), ran(got_counted), r_counted.ok ? "bytes equal" : "WRONG"});
-  t.row({"placement new of a copy, per element", "Counted (copy constructor)", "no", sass_cell("construct_counted_kernel"),
-         ran(got_constructed), r_constructed.ok ? "copies + 1" : "WRONG"});
+  t.row({"placement new of a copy, per element", "Counted (copy constructor)", "no",
+         sass_cell("construct_counted_kernel"), ran(got_constructed), r_constructed.ok ? "copies + 1" : "WRONG"});
   run.emit(t);
 
   bool ok = cml::report(r_samples, "memcpy_async of Sample (the bytes of every element)");
-  ok &= cml::report(r_counted, "memcpy_async of Counted: its bytes, copies unchanged (CUDA 13.0's library runs no "
-                               "copy constructor on the pipeline path: docs/07, \"Trivially copyable types\")");
+  ok &= cml::report(r_counted,
+                    "memcpy_async of Counted: its bytes, copies unchanged (CUDA 13.0's library runs no "
+                    "copy constructor on the pipeline path: docs/07, \"Trivially copyable types\")");
   ok &= cml::report(r_constructed, "placement new of a copy of Counted (copies + 1 on every element)");
-  std::printf("(the SASS is of this program's file, for the target it was built for; the barrier overloads of "
-              "cuda::memcpy_async refuse Counted at compile time with a static_assert, so no kernel here uses them)\n");
+  std::printf(
+      "(the SASS is of this program's file, for the target it was built for; the barrier overloads of "
+      "cuda::memcpy_async refuse Counted at compile time with a static_assert, so no kernel here uses them)\n");
   return ok;
 }
 

@@ -38,8 +38,8 @@ __device__ __forceinline__ void commit() {
 }  // namespace
 
 template <Commit C, int N>
-__global__ void __launch_bounds__(kThreads) entangled_copy_kernel(const Piece* in, std::size_t pieces, Piece* out,
-                                                                  unsigned long long* cycles) {
+__global__ void __launch_bounds__(kThreads)
+    entangled_copy_kernel(const Piece* in, std::size_t pieces, Piece* out, unsigned long long* cycles) {
   __shared__ Piece stage[kThreads];
   const int t = static_cast<int>(threadIdx.x);
   const bool low = t % 32 < 16;
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kThreads) entangled_copy_kernel(const Piece* i
     const long long before = clock64();
     cp_async_wait<N>();
     spent += static_cast<unsigned long long>(clock64() - before);
-    cp_async_wait<0>();  // nothing in flight when the next tile begins
+    cp_async_wait<0>();        // nothing in flight when the next tile begins
     if (mine) out[p] = *slot;  // its own piece: its own wait is enough (the LDS is done before the next copy)
   }
   cycles[static_cast<std::size_t>(blockIdx.x) * kThreads + t] = spent;
@@ -81,9 +81,12 @@ __global__ void __launch_bounds__(kThreads) entangled_copy_kernel(const Piece* i
 const std::vector<CommitKind>& commit_kinds() {
   static const std::vector<CommitKind> k = {
       {Commit::converged, 1, "converged commit", "ch08::entangled_copy_kernel<(ch08::Commit)0, 1>"},
-      {Commit::diverged, 1, "lanes 0-15 and 16-31 commit in two branches", "ch08::entangled_copy_kernel<(ch08::Commit)1, 1>"},
-      {Commit::reconverged, 1, "two branches, __syncwarp, one commit", "ch08::entangled_copy_kernel<(ch08::Commit)2, 1>"},
-      {Commit::converged, 0, "converged commit, waiting for the tile", "ch08::entangled_copy_kernel<(ch08::Commit)0, 0>"},
+      {Commit::diverged, 1, "lanes 0-15 and 16-31 commit in two branches",
+       "ch08::entangled_copy_kernel<(ch08::Commit)1, 1>"},
+      {Commit::reconverged, 1, "two branches, __syncwarp, one commit",
+       "ch08::entangled_copy_kernel<(ch08::Commit)2, 1>"},
+      {Commit::converged, 0, "converged commit, waiting for the tile",
+       "ch08::entangled_copy_kernel<(ch08::Commit)0, 0>"},
   };
   return k;
 }

@@ -117,8 +117,8 @@ __global__ void __launch_bounds__(kThreads) hinted_copy_kernel(const Piece* in, 
 }
 
 template <Unread How>
-__global__ void __launch_bounds__(kThreads) masked_copy_kernel(const Piece* in, std::size_t pieces, Piece* out,
-                                                               unsigned run_log2) {
+__global__ void __launch_bounds__(kThreads)
+    masked_copy_kernel(const Piece* in, std::size_t pieces, Piece* out, unsigned run_log2) {
   copy_rounds(
       pieces, [&](Piece* slot, std::size_t p) { cp_async_unless<How>(slot, in + p, masked(p, run_log2)); },
       [&](std::size_t p, const Piece& v) { out[p] = v; });
@@ -139,11 +139,21 @@ const std::vector<HintKind>& hint_kinds() {
 void copy_hinted(Hint hint, const Piece* in, std::size_t pieces, Piece* out, int blocks, cudaStream_t stream) {
   switch (hint) {
     case Hint::none: hinted_copy_kernel<Hint::none><<<blocks, kThreads, 0, stream>>>(in, pieces, out); break;
-    case Hint::evict_first: hinted_copy_kernel<Hint::evict_first><<<blocks, kThreads, 0, stream>>>(in, pieces, out); break;
-    case Hint::evict_last: hinted_copy_kernel<Hint::evict_last><<<blocks, kThreads, 0, stream>>>(in, pieces, out); break;
-    case Hint::prefetch_64: hinted_copy_kernel<Hint::prefetch_64><<<blocks, kThreads, 0, stream>>>(in, pieces, out); break;
-    case Hint::prefetch_128: hinted_copy_kernel<Hint::prefetch_128><<<blocks, kThreads, 0, stream>>>(in, pieces, out); break;
-    case Hint::prefetch_256: hinted_copy_kernel<Hint::prefetch_256><<<blocks, kThreads, 0, stream>>>(in, pieces, out); break;
+    case Hint::evict_first:
+      hinted_copy_kernel<Hint::evict_first><<<blocks, kThreads, 0, stream>>>(in, pieces, out);
+      break;
+    case Hint::evict_last:
+      hinted_copy_kernel<Hint::evict_last><<<blocks, kThreads, 0, stream>>>(in, pieces, out);
+      break;
+    case Hint::prefetch_64:
+      hinted_copy_kernel<Hint::prefetch_64><<<blocks, kThreads, 0, stream>>>(in, pieces, out);
+      break;
+    case Hint::prefetch_128:
+      hinted_copy_kernel<Hint::prefetch_128><<<blocks, kThreads, 0, stream>>>(in, pieces, out);
+      break;
+    case Hint::prefetch_256:
+      hinted_copy_kernel<Hint::prefetch_256><<<blocks, kThreads, 0, stream>>>(in, pieces, out);
+      break;
   }
   CUDA_CHECK_LAUNCH();
 }

@@ -65,8 +65,8 @@ Outcome run_once(Launch&& launch, Word* partial, int blocks, DeviceReport& repor
   scrub_shared_memory(stream);  // a read before the copy landed finds garbage, not the last run's tile
   launch(stream);
   Outcome o{std::vector<Word>(static_cast<std::size_t>(blocks)), ""};
-  CUDA_CHECK(cudaMemcpyAsync(o.partials.data(), partial, o.partials.size() * sizeof(Word), cudaMemcpyDeviceToHost,
-                             stream));
+  CUDA_CHECK(
+      cudaMemcpyAsync(o.partials.data(), partial, o.partials.size() * sizeof(Word), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   o.stalled = describe(report.read());
   return o;
@@ -85,12 +85,12 @@ inline bool judge(const Outcome& o, const cml::VerifyResult& r, const std::strin
 // (modes_tma.cu; --mode=check runs it on sm_90).
 bool check_tma(Context& c, DeviceReport& report);
 
-bool copy_mode(Context& c);       // every width and cache level of the tile copy, checked and timed
-bool reverse_mode(Context& c);    // the source's experiment, and a neighbour's element with and without a barrier
-bool check_mode(Context& c);      // every pipeline against the CPU
-bool variants_mode(Context& c);   // the pipelines timed beside chapter 07's
-bool sweep_mode(Context& c);      // stages x blocks per SM
-bool tma_mode(Context& c);        // a pitched matrix through the tensor memory accelerator
+bool copy_mode(Context& c);         // every width and cache level of the tile copy, checked and timed
+bool reverse_mode(Context& c);      // the source's experiment, and a neighbour's element with and without a barrier
+bool check_mode(Context& c);        // every pipeline against the CPU
+bool variants_mode(Context& c);     // the pipelines timed beside chapter 07's
+bool sweep_mode(Context& c);        // stages x blocks per SM
+bool tma_mode(Context& c);          // a pitched matrix through the tensor memory accelerator
 bool cache_hints_mode(Context& c);  // cp.async's L2 cache policies, L2 prefetch sizes and ignore-src, timed
 bool entangled_mode(Context& c);    // diverged commits and what a later wait_group waits for
 

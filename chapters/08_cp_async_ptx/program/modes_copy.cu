@@ -41,15 +41,17 @@ std::string numbers(const std::vector<int>& v) {
 }  // namespace
 
 bool copy_mode(Context& c) {
-  std::printf("\n== The tile copy through shared memory: every width and cache level, arrays ending inside a piece "
-              "and inside a tile (the rest of the last tile must be zeros) ==\n");
+  std::printf(
+      "\n== The tile copy through shared memory: every width and cache level, arrays ending inside a piece "
+      "and inside a tile (the rest of the last tile must be zeros) ==\n");
   bool ok = true;
   for (const auto& k : copy_kinds()) {
     bool kind_ok = true;
     for (const auto& cs : copy_cases()) {
       const auto host = make_input(cs.n);
       const auto r = check_copy(copy_once(k, host, cs.blocks, c.stream), padded_copy(host), cs.n);
-      if (!r.ok) kind_ok &= cml::report(r, std::string(k.name) + ", n = " + std::to_string(cs.n) + " (" + cs.what + ")");
+      if (!r.ok)
+        kind_ok &= cml::report(r, std::string(k.name) + ", n = " + std::to_string(cs.n) + " (" + cs.what + ")");
     }
     if (kind_ok) std::printf("%s (%s): PASSED on %zu lengths\n", k.name, k.kernel, copy_cases().size());
     ok &= kind_ok;
@@ -92,8 +94,9 @@ bool copy_mode(Context& c) {
 }
 
 bool reverse_mode(Context& c) {
-  std::printf("\n== The experiment of the source notes: thread t copies a[threads - 1 - t] into shared[t] with one "
-              "cp.async, waits for its own copies, writes b[t] ==\n");
+  std::printf(
+      "\n== The experiment of the source notes: thread t copies a[threads - 1 - t] into shared[t] with one "
+      "cp.async, waits for its own copies, writes b[t] ==\n");
   struct Reading {
     Reverse how;
     int threads;
@@ -120,9 +123,10 @@ bool reverse_mode(Context& c) {
     if (r.how != Reverse::neighbour_racy) {
       ok &= cml::report(v, r.what);
     } else {
-      std::printf("%s: %s in this run — a race may still give the right numbers; wait_group covers the calling "
-                  "thread's copies only; compute-sanitizer --tool racecheck is the tool that looks for such reads (docs/08)\n",
-                  r.what, v.ok ? "right" : "wrong");
+      std::printf(
+          "%s: %s in this run — a race may still give the right numbers; wait_group covers the calling "
+          "thread's copies only; compute-sanitizer --tool racecheck is the tool that looks for such reads (docs/08)\n",
+          r.what, v.ok ? "right" : "wrong");
     }
   }
   return ok;

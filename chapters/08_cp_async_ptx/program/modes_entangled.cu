@@ -29,7 +29,8 @@ std::string commits_cell(const CommitKind& k) {
   std::string why;
   const auto f = compiled(k.kernel, why);
   if (!f) return "(" + why.substr(0, 50) + ")";
-  return std::to_string(cml::sass::count(*f, "LDGDEPBAR")) + " LDGDEPBAR; " + cml::sass::first_containing(*f, "DEPBAR.");
+  return std::to_string(cml::sass::count(*f, "LDGDEPBAR")) + " LDGDEPBAR; " +
+         cml::sass::first_containing(*f, "DEPBAR.");
 }
 
 // Mean cycles of one timed wait, over the lanes of each half of the warps (0-15, 16-31).
@@ -64,8 +65,9 @@ bool run_checked(const CommitKind& k, Pieces& a, int blocks, std::vector<unsigne
 }  // namespace
 
 bool entangled_mode(Context& c) {
-  std::printf("\n== Whose groups does cp.async.wait_group count? Each thread commits one group per tile; then the timed "
-              "wait_group 1 (per-thread counting: returns at once), then wait_group 0 ==\n");
+  std::printf(
+      "\n== Whose groups does cp.async.wait_group count? Each thread commits one group per tile; then the timed "
+      "wait_group 1 (per-thread counting: returns at once), then wait_group 0 ==\n");
   bool ok = true;
   std::vector<unsigned long long> cycles;
   for (const auto& k : commit_kinds()) {
@@ -83,13 +85,13 @@ bool entangled_mode(Context& c) {
   cml::DeviceBuffer<unsigned long long> scratch(static_cast<std::size_t>(blocks) * kThreads);
   std::vector<cml::Work> work;
   for (const auto& k : commit_kinds())
-    work.push_back([&, k](cudaStream_t s) {
-      copy_entangled(k, a.in.data(), a.count(), a.out.data(), scratch.data(), blocks, s);
-    });
+    work.push_back(
+        [&, k](cudaStream_t s) { copy_entangled(k, a.in.data(), a.count(), a.out.data(), scratch.data(), blocks, s); });
   const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
-  std::printf("\n-- %s MiB, one tile of 4 KiB per block and round, %d blocks per SM; cycles: SM clock cycles between "
-              "the clock64 reads around the timed wait, mean per wait, one more run of each kernel --\n",
-              fixed(a.bytes() / 1048576.0, 0).c_str(), c.s.blocks_per_sm);
+  std::printf(
+      "\n-- %s MiB, one tile of 4 KiB per block and round, %d blocks per SM; cycles: SM clock cycles between "
+      "the clock64 reads around the timed wait, mean per wait, one more run of each kernel --\n",
+      fixed(a.bytes() / 1048576.0, 0).c_str(), c.s.blocks_per_sm);
   cml::Table t("entangled", {"commit", "timed wait", "SASS: commits; the timed wait", "cycles, lanes 0-15",
                              "cycles, lanes 16-31", "ms", "GB/s", "of the first row's time"});
   for (std::size_t i = 0; i < commit_kinds().size(); ++i) {
@@ -101,8 +103,9 @@ bool entangled_mode(Context& c) {
            fixed(st[0].median_ms / st[i].median_ms, 3)});
   }
   c.run.emit(t);
-  std::printf("(the last row waits for the tile's own group: its cycles are what waiting for one copy costs. A row "
-              "near it with wait_group 1 waited for a group that counting per thread would have left in flight)\n");
+  std::printf(
+      "(the last row waits for the tile's own group: its cycles are what waiting for one copy costs. A row "
+      "near it with wait_group 1 waited for a group that counting per thread would have left in flight)\n");
   return ok;
 }
 

@@ -54,7 +54,8 @@ std::string descriptor_source(const std::string& name) {
   const auto f = compiled(name, why);
   if (!f) return "-";
   const auto& ins = f->instructions;
-  const auto first = std::find_if(ins.begin(), ins.end(), [](const std::string& s) { return s.rfind("LDGSTS", 0) == 0; });
+  const auto first =
+      std::find_if(ins.begin(), ins.end(), [](const std::string& s) { return s.rfind("LDGSTS", 0) == 0; });
   std::smatch m;
   static const std::regex desc(R"(desc\[(UR\d+)\])");
   if (first == ins.end() || !std::regex_search(*first, m, desc)) return "-";
@@ -78,8 +79,8 @@ bool check_copies(Context& c) {
     bool kind_ok = true;
     for (const auto& pc : piece_cases()) {
       Pieces a(pc.pieces);
-      const auto got = a.landed([&](cudaStream_t s) { copy_hinted(k.hint, a.in.data(), a.count(), a.out.data(), pc.blocks, s); },
-                              c.stream);
+      const auto got = a.landed(
+          [&](cudaStream_t s) { copy_hinted(k.hint, a.in.data(), a.count(), a.out.data(), pc.blocks, s); }, c.stream);
       kind_ok &= same_words(got, a.host, std::string(k.name) + ", " + std::to_string(pc.pieces) + " pieces");
     }
     if (kind_ok) std::printf("%s: PASSED on %zu lengths\n", k.name, piece_cases().size());
@@ -94,9 +95,9 @@ bool check_copies(Context& c) {
             [&](cudaStream_t s) { copy_masked(how, run_log2, a.in.data(), a.count(), a.out.data(), pc.blocks, s); },
             c.stream);
         mask_ok &= same_words(got, masked_copy(a.host, run_log2),
-                         std::string(how == Unread::ignore_src ? "ignore-src" : "src-size 0") + ", runs of " +
-                             std::to_string(1u << run_log2) + " pieces, " + std::to_string(pc.pieces) +
-                             " pieces (a masked piece must land as zeros)");
+                              std::string(how == Unread::ignore_src ? "ignore-src" : "src-size 0") + ", runs of " +
+                                  std::to_string(1u << run_log2) + " pieces, " + std::to_string(pc.pieces) +
+                                  " pieces (a masked piece must land as zeros)");
       }
       if (mask_ok)
         std::printf("%s, every other run of %u pieces: PASSED on %zu lengths (zeros landed in the pieces not read)\n",
@@ -115,8 +116,8 @@ bool time_hints(Context& c, Pieces& a, int blocks) {
   for (const auto& k : hint_kinds())
     work.push_back([&, k](cudaStream_t s) { copy_hinted(k.hint, a.in.data(), a.count(), a.out.data(), blocks, s); });
   const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
-  cml::Table t("cache_hints", {"copy", "SASS: its first copy", "the copy's memory descriptor", "ms", "GB/s",
-                               "of cudaMemcpy"});
+  cml::Table t("cache_hints",
+               {"copy", "SASS: its first copy", "the copy's memory descriptor", "ms", "GB/s", "of cudaMemcpy"});
   const std::size_t bytes = 2 * a.bytes();
   t.row({"cudaMemcpy device to device", "-", "-", cml::with_noise(st[0]), fixed(cml::gbps(bytes, st[0].median_ms), 0),
          "1.000"});
@@ -128,9 +129,10 @@ bool time_hints(Context& c, Pieces& a, int blocks) {
   c.run.emit(t);
   bool ok = true;
   for (const auto& k : hint_kinds())
-    ok &= same_words(a.landed([&](cudaStream_t s) { copy_hinted(k.hint, a.in.data(), a.count(), a.out.data(), blocks, s); },
-                       c.stream),
-                a.host, std::string(k.name) + " (the timed size)");
+    ok &= same_words(
+        a.landed([&](cudaStream_t s) { copy_hinted(k.hint, a.in.data(), a.count(), a.out.data(), blocks, s); },
+                 c.stream),
+        a.host, std::string(k.name) + " (the timed size)");
   return ok;
 }
 
@@ -164,11 +166,13 @@ bool time_reuse(Context& c, Pieces& cold, int blocks) {
     work.push_back(copy(hot, Hint::none));
   }
   const auto st = cml::time_interleaved(prepare, work, c.stream, c.run.timing);
-  std::printf("\n-- The hot array: %s MiB copied (in and out: half of the %s MiB L2), timed right after what each row "
-              "names; the stream: %s MiB --\n",
-              fixed(hot.bytes() / 1048576.0, 1).c_str(), fixed(c.run.facts.l2_bytes / 1048576.0, 0).c_str(),
-              fixed(cold.bytes() / 1048576.0, 0).c_str());
-  cml::Table t("cache_hints_reuse", {"before each timed copy of the hot array", "ms", "GB/s", "of the first row's time"});
+  std::printf(
+      "\n-- The hot array: %s MiB copied (in and out: half of the %s MiB L2), timed right after what each row "
+      "names; the stream: %s MiB --\n",
+      fixed(hot.bytes() / 1048576.0, 1).c_str(), fixed(c.run.facts.l2_bytes / 1048576.0, 0).c_str(),
+      fixed(cold.bytes() / 1048576.0, 0).c_str());
+  cml::Table t("cache_hints_reuse",
+               {"before each timed copy of the hot array", "ms", "GB/s", "of the first row's time"});
   for (std::size_t i = 0; i < before.size(); ++i)
     t.row({before[i].what, cml::with_noise(st[i]), fixed(cml::gbps(2 * hot.bytes(), st[i].median_ms), 0),
            fixed(st[0].median_ms / st[i].median_ms, 3)});
@@ -198,7 +202,8 @@ bool time_masked(Context& c, Pieces& a, int blocks) {
   std::vector<cml::Work> work = {
       [&](cudaStream_t s) { copy_hinted(Hint::none, a.in.data(), a.count(), a.out.data(), blocks, s); }};
   for (const auto& r : rows)
-    work.push_back([&, r](cudaStream_t s) { copy_masked(r.how, r.run_log2, a.in.data(), a.count(), a.out.data(), blocks, s); });
+    work.push_back(
+        [&, r](cudaStream_t s) { copy_masked(r.how, r.run_log2, a.in.data(), a.count(), a.out.data(), blocks, s); });
   const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
   cml::Table t("cache_hints_masked", {"copy", "pieces read", "SASS: its first copy", "ms", "of the full copy's time"});
   t.row({"every piece (cp.async.cg, no hint)", "all", copy_instruction(hint_kinds()[0].kernel), cml::with_noise(st[0]),
@@ -210,17 +215,20 @@ bool time_masked(Context& c, Pieces& a, int blocks) {
   std::printf("(a 32-byte sector holds two pieces: with every other piece masked, every sector is still read)\n");
   bool ok = true;
   for (const auto& r : rows)
-    ok &= same_words(a.landed([&](cudaStream_t s) { copy_masked(r.how, r.run_log2, a.in.data(), a.count(), a.out.data(), blocks, s); },
-                       c.stream),
-                masked_copy(a.host, r.run_log2), std::string(r.what) + " (the timed size)");
+    ok &= same_words(
+        a.landed(
+            [&](cudaStream_t s) { copy_masked(r.how, r.run_log2, a.in.data(), a.count(), a.out.data(), blocks, s); },
+            c.stream),
+        masked_copy(a.host, r.run_log2), std::string(r.what) + " (the timed size)");
   return ok;
 }
 
 }  // namespace
 
 bool cache_hints_mode(Context& c) {
-  std::printf("\n== The optional parts of cp.async: L2 cache policies, L2 prefetch sizes, ignore-src — checked on lengths "
-              "that are not multiples of a round ==\n");
+  std::printf(
+      "\n== The optional parts of cp.async: L2 cache policies, L2 prefetch sizes, ignore-src — checked on lengths "
+      "that are not multiples of a round ==\n");
   bool ok = check_copies(c);
   const int blocks = c.blocks(c.s.blocks_per_sm);
   Pieces a(c.s.size / sizeof(Piece));

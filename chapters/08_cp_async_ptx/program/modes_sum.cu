@@ -81,9 +81,9 @@ bool check_mode(Context& c) {
     const auto in = to_device(host, k.n);
     cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(k.blocks));
     const Job job = make_job(in.data(), k.n, partial.data(), k.blocks, 5, 1);
-    const Outcome o = run_once([&](cudaStream_t s) { sum_read_only(job, s); }, partial.data(), k.blocks, report, c.stream);
-    ok &= cml::report(check_partials(o.partials, reference_partials(host, k.blocks, 5), k.n),
-                      "read-only ceiling");
+    const Outcome o =
+        run_once([&](cudaStream_t s) { sum_read_only(job, s); }, partial.data(), k.blocks, report, c.stream);
+    ok &= cml::report(check_partials(o.partials, reference_partials(host, k.blocks, 5), k.n), "read-only ceiling");
   }
   if (!c.sm90()) {
     std::printf("tma: skipped: %s\n", c.sm90_missing("tma").c_str());
@@ -141,8 +141,9 @@ std::vector<Timed> time_point(Context& c, const Word* in, std::size_t n, Word* p
     return rows;
   }
   // The timed configurations' sums, each against the read-only kernel's.
-  const auto want = run_once([&](cudaStream_t s) { sum_read_only(make_job(in, n, partial, blocks, c.s.compute, 1), s); },
-                             partial, blocks, report, c.stream);
+  const auto want =
+      run_once([&](cudaStream_t s) { sum_read_only(make_job(in, n, partial, blocks, c.s.compute, 1), s); }, partial,
+               blocks, report, c.stream);
   for (const auto* v : chosen)
     for (const int s : v->staged ? stage_list : std::vector<int>{1}) {
       const Job job = make_job(in, n, partial, blocks, c.s.compute, s, report.get());
@@ -163,8 +164,9 @@ std::vector<Timed> time_point(Context& c, const Word* in, std::size_t n, Word* p
       const MatrixJob job = make_matrix_job(view, partial, blocks, c.s.compute, s, report.get());
       const Outcome o = run_once([&](cudaStream_t x) { sum_tma(job, x); }, partial, blocks, report, c.stream);
       const Word got = total(o.partials), want_total = total(ro.partials);
-      ok &= judge(o, cml::compare_exact(&got, &want_total, 1), "tma (timed run: the total of its sums against the "
-                                                                "read-only kernel's over the same words)");
+      ok &= judge(o, cml::compare_exact(&got, &want_total, 1),
+                  "tma (timed run: the total of its sums against the "
+                  "read-only kernel's over the same words)");
     }
   }
   return rows;
@@ -175,16 +177,17 @@ std::vector<Timed> time_point(Context& c, const Word* in, std::size_t n, Word* p
 bool variants_mode(Context& c) {
   const std::size_t n = c.s.size / sizeof(Word);
   const int blocks = c.blocks(c.s.blocks_per_sm);
-  std::printf("\n== %zu words (%s MiB), compute %d, %d blocks per SM (%d blocks), %d stages; GB/s = 10^9 bytes read "
-              "per second ==\n",
-              n, fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute, c.s.blocks_per_sm, blocks, c.s.stages);
+  std::printf(
+      "\n== %zu words (%s MiB), compute %d, %d blocks per SM (%d blocks), %d stages; GB/s = 10^9 bytes read "
+      "per second ==\n",
+      n, fixed(c.s.size / 1048576.0, 0).c_str(), c.s.compute, c.s.blocks_per_sm, blocks, c.s.stages);
   const auto in = to_device(make_input(n), n);
   cml::DeviceBuffer<Word> partial(static_cast<std::size_t>(blocks));
   DeviceReport report;
   bool ok = true;
   const bool with_tma = c.s.variant == "all" || c.s.variant == "tma";
-  const auto rows = time_point(c, in.data(), n, partial.data(), blocks, chosen_variants(c, true), {c.s.stages},
-                               with_tma, report, ok);
+  const auto rows =
+      time_point(c, in.data(), n, partial.data(), blocks, chosen_variants(c, true), {c.s.stages}, with_tma, report, ok);
   double sync_ms = 0;
   for (const auto& r : rows)
     if (r.name == "sync") sync_ms = r.stats.median_ms;
@@ -195,9 +198,10 @@ bool variants_mode(Context& c) {
            fixed(cml::gbps(r.bytes, r.stats.median_ms) / cml::gbps(rows[0].bytes, rows[0].stats.median_ms), 3),
            sync_ms > 0 ? fixed(cml::gbps(r.bytes, r.stats.median_ms) / cml::gbps(rows[0].bytes, sync_ms), 3) : "-"});
   c.run.emit(t);
-  std::printf("(ratios are of GB/s: tma reads the array's whole 8192-word rows, the others all of it; sync is "
-              "register staging, the pipelines' starting point. Chapter 07's cuda::pipeline runs the same job: "
-              "./lab run 07 -- --mode=variants with the same --size, --stages, --blocks-per-sm)\n");
+  std::printf(
+      "(ratios are of GB/s: tma reads the array's whole 8192-word rows, the others all of it; sync is "
+      "register staging, the pipelines' starting point. Chapter 07's cuda::pipeline runs the same job: "
+      "./lab run 07 -- --mode=variants with the same --size, --stages, --blocks-per-sm)\n");
   return ok;
 }
 
@@ -221,7 +225,8 @@ bool sweep_mode(Context& c) {
              fixed(cml::gbps(r.bytes, r.stats.median_ms) / cml::gbps(rows[0].bytes, rows[0].stats.median_ms), 3)});
   }
   c.run.emit(t);
-  std::printf("(a block holds up to 4 tiles of 4 KiB: 8 blocks of 256 threads fit on an SM. plot.py draws sweep.csv)\n");
+  std::printf(
+      "(a block holds up to 4 tiles of 4 KiB: 8 blocks of 256 threads fit on an SM. plot.py draws sweep.csv)\n");
   return ok;
 }
 

@@ -26,10 +26,12 @@ bool check_tma(Context& c, DeviceReport& report) {
     for (const int compute : {0, 3})
       for (int stages = 1; stages <= kMaxStages; ++stages) {
         const auto job = make_matrix_job(dm.view, partial.data(), mc.blocks, compute, stages, report.get());
-        const Outcome o = run_once([&](cudaStream_t s) { sum_tma(job, s); }, partial.data(), mc.blocks, report, c.stream);
-        ok &= judge(o, check_box_partials(o.partials, reference_box_partials(hm, mc.blocks, compute, box_rows), hm, box_rows),
-                    "tma, " + std::string(mc.what) + ", compute " + std::to_string(compute) + ", stages " +
-                        std::to_string(stages));
+        const Outcome o =
+            run_once([&](cudaStream_t s) { sum_tma(job, s); }, partial.data(), mc.blocks, report, c.stream);
+        ok &= judge(
+            o, check_box_partials(o.partials, reference_box_partials(hm, mc.blocks, compute, box_rows), hm, box_rows),
+            "tma, " + std::string(mc.what) + ", compute " + std::to_string(compute) + ", stages " +
+                std::to_string(stages));
         if (!o.stalled.empty()) return false;  // the kernel's other waits gave up too: nothing more to learn
       }
   }
@@ -44,9 +46,10 @@ bool tma_mode(Context& c) {
   }
   const std::size_t cols = c.s.cols, pitch = (cols + 3) / 4 * 4;
   const TmaPlan plan = tma_plan();
-  std::printf("\n== A matrix of %zu-word rows through the tensor memory accelerator, boxes of %d x %d words "
-              "(tma_plan: %d stages) ==\n",
-              cols, plan.box_rows, kBoxCols, plan.stages);
+  std::printf(
+      "\n== A matrix of %zu-word rows through the tensor memory accelerator, boxes of %d x %d words "
+      "(tma_plan: %d stages) ==\n",
+      cols, plan.box_rows, kBoxCols, plan.stages);
   if (cols * sizeof(Word) % 16 == 0) {
     std::printf("rows of %zu words are %zu bytes, a multiple of 16: no padding needed\n", cols, cols * sizeof(Word));
   } else {
@@ -84,9 +87,10 @@ bool tma_mode(Context& c) {
          cml::fixed(ro_gbps, 0), "1.000"});
   for (int st = 1; st <= kMaxStages; ++st) {
     const double g = cml::gbps(rows * cols * sizeof(Word), stats[static_cast<std::size_t>(st)].median_ms);
-    t.row({st == plan.stages ? "tma (the words inside the matrix), tma_plan's stages" : "tma (the words inside the matrix)",
-           std::to_string(st), cml::with_noise(stats[static_cast<std::size_t>(st)]),
-           cml::fixed(g, 0), cml::fixed(g / ro_gbps, 3)});
+    t.row({st == plan.stages ? "tma (the words inside the matrix), tma_plan's stages"
+                             : "tma (the words inside the matrix)",
+           std::to_string(st), cml::with_noise(stats[static_cast<std::size_t>(st)]), cml::fixed(g, 0),
+           cml::fixed(g / ro_gbps, 3)});
   }
   c.run.emit(t);
   bool ok = true;

@@ -58,7 +58,8 @@ struct PieceCase {
   int blocks;
 };
 inline const std::vector<PieceCase>& piece_cases() {
-  static const std::vector<PieceCase> c = {{0, 2}, {1, 1}, {255, 1}, {1025, 3}, {5 * 1024 + 7, 4}, {(1u << 16) + 3, 37}};
+  static const std::vector<PieceCase> c = {
+      {0, 2}, {1, 1}, {255, 1}, {1025, 3}, {5 * 1024 + 7, 4}, {(1u << 16) + 3, 37}};
   return c;
 }
 

@@ -50,7 +50,8 @@ std::vector<Timed> measure(Context& c, const Shape& shape, bool& ok) {
       row.status = "not checked";
     } else {
       try {
-        const Report r = run_and_compare(p, [&](cudaStream_t s) { run(v, p, s); }, want, c.stream);
+        const Report r = run_and_compare(
+            p, [&](cudaStream_t s) { run(v, p, s); }, want, c.stream);
         if (!r.ok) {
           row.status = "wrong";
           ok = false;
@@ -79,9 +80,10 @@ std::vector<Timed> measure(Context& c, const Shape& shape, bool& ok) {
   std::size_t right = 0;
   for (const Timed& r : rows) right += r.timed() && r.step >= 0 ? 1 : 0;
   if (cublas_report.ok)
-    std::printf("%zu function(s) match cuBLAS within the FP32 bound; timing them with cuBLAS, interleaved (%d runs "
-                "each after %d warm-up rounds)\n",
-                right, c.run.timing.iters, c.run.timing.warmup);
+    std::printf(
+        "%zu function(s) match cuBLAS within the FP32 bound; timing them with cuBLAS, interleaved (%d runs "
+        "each after %d warm-up rounds)\n",
+        right, c.run.timing.iters, c.run.timing.warmup);
   if (!work.empty()) {
     const auto stats = cml::time_interleaved(work, c.stream, c.run.timing);
     for (std::size_t i = 0; i < stats.size(); ++i) rows[timed_rows[i]].stats = stats[i];

@@ -43,7 +43,8 @@ bool check_on(Context& c, const std::string& name, const std::vector<Case>& case
     const Problem& p = *k.problem;
     std::string failure;
     try {
-      const Report r = run_and_compare(p, [&](cudaStream_t s) { enqueue(p, s); }, k.reference, c.stream);
+      const Report r = run_and_compare(
+          p, [&](cudaStream_t s) { enqueue(p, s); }, k.reference, c.stream);
       if (!r.ok) failure = r.describe();
     } catch (const std::invalid_argument& e) {
       failure = std::string("FAILED: threw std::invalid_argument on a valid shape: ") + e.what();
@@ -66,10 +67,12 @@ bool check_on(Context& c, const std::string& name, const std::vector<Case>& case
 }  // namespace
 
 bool check_mode(Context& c) {
-  std::printf("\n== Every function against the CPU: ragged, non-square, k = 1, one row or column, k = 0, m or n = 0 "
-              "==\n");
-  std::printf("(C is poisoned and shared memory filled with NaN before each run; A's and B's pads hold NaN; the "
-              "bound is the FP32 rounding of a k-term sum, harness.hpp)\n");
+  std::printf(
+      "\n== Every function against the CPU: ragged, non-square, k = 1, one row or column, k = 0, m or n = 0 "
+      "==\n");
+  std::printf(
+      "(C is poisoned and shared memory filled with NaN before each run; A's and B's pads hold NaN; the "
+      "bound is the FP32 rounding of a k-term sum, harness.hpp)\n");
   const std::vector<Case> gemm = make_cases(gemm_shapes()), gram = make_cases(gram_shapes());
   bool ok = true;
   for (const Variant& v : variants()) {
@@ -78,8 +81,7 @@ bool check_mode(Context& c) {
       continue;
     }
     try {
-      ok &= check_on(c, v.label(), v.is_gram() ? gram : gemm,
-                     [&v](const Problem& p, cudaStream_t s) { run(v, p, s); });
+      ok &= check_on(c, v.label(), v.is_gram() ? gram : gemm, [&v](const Problem& p, cudaStream_t s) { run(v, p, s); });
     } catch (const cml::Skip& e) {
       std::printf("%s: skipped: %s\n", v.label().c_str(), e.what());
     }

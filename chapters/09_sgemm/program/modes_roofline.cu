@@ -50,8 +50,9 @@ Ceilings measure_ceilings(Context& c) {
 }  // namespace
 
 bool roofline_mode(Context& c) {
-  std::printf("\n== The roofline of this GPU: FP32 FMA peak and DRAM bandwidth, measured, and every kernel on them "
-              "==\n");
+  std::printf(
+      "\n== The roofline of this GPU: FP32 FMA peak and DRAM bandwidth, measured, and every kernel on them "
+      "==\n");
   const Ceilings ceil = measure_ceilings(c);
   const double ridge = ceil.peak_gflops / ceil.dram_gbps;
 
@@ -71,19 +72,20 @@ bool roofline_mode(Context& c) {
   const auto rows = measure(c, c.shape, ok);
   const double ai = intensity(c.shape);
   const double roof = std::min(ceil.peak_gflops, ai * ceil.dram_gbps);
-  cml::Table t("roofline", {"kernel", "step", "GFLOP/s", "FLOP/byte", "of FMA peak", "roof here", "of cuBLAS",
-                            "result"});
+  cml::Table t("roofline",
+               {"kernel", "step", "GFLOP/s", "FLOP/byte", "of FMA peak", "roof here", "of cuBLAS", "result"});
   for (const Timed& r : rows) {
     const double g = r.timed() ? gflops(c.shape, r.stats.median_ms) : 0.0;
     t.row({r.name, r.step < 0 ? "-" : std::to_string(r.step), r.timed() ? fixed(g, 0) : "-", fixed(ai, 1),
            r.timed() ? fixed(g / ceil.peak_gflops, 3) : "-", fixed(roof, 0), of_cublas(r, rows), r.status});
   }
   c.run.emit(t);
-  std::printf("(%s: %s FLOP/byte, %s the ridge point of %s: the roof there is %s. FLOP/byte counts the compulsory "
-              "traffic only (A and B read once, C written once): a kernel that reads its tiles from DRAM again and "
-              "again has a lower real intensity than its point shows)\n",
-              describe(c.shape).c_str(), fixed(ai, 1).c_str(), ai >= ridge ? "above" : "below", fixed(ridge, 1).c_str(),
-              ai >= ridge ? "the FMA peak" : "the DRAM line");
+  std::printf(
+      "(%s: %s FLOP/byte, %s the ridge point of %s: the roof there is %s. FLOP/byte counts the compulsory "
+      "traffic only (A and B read once, C written once): a kernel that reads its tiles from DRAM again and "
+      "again has a lower real intensity than its point shows)\n",
+      describe(c.shape).c_str(), fixed(ai, 1).c_str(), ai >= ridge ? "above" : "below", fixed(ridge, 1).c_str(),
+      ai >= ridge ? "the FMA peak" : "the DRAM line");
   return ok;
 }
 

@@ -42,9 +42,10 @@ bool table_mode(Context& c) {
   bool ok = true;
   const auto rows = measure(c, c.shape, ok);
   emit_rows(c, "sgemm", c.shape, rows);
-  std::printf("(of cuBLAS: cuBLAS's time over the row's, in the same interleaved run. Compulsory DRAM bytes: A and B "
-              "read once, C written once; FLOP/byte: 2 m n k over them. --mode=roofline measures this GPU's FMA peak "
-              "and DRAM bandwidth, and places each kernel on them)\n");
+  std::printf(
+      "(of cuBLAS: cuBLAS's time over the row's, in the same interleaved run. Compulsory DRAM bytes: A and B "
+      "read once, C written once; FLOP/byte: 2 m n k over them. --mode=roofline measures this GPU's FMA peak "
+      "and DRAM bandwidth, and places each kernel on them)\n");
   return ok;
 }
 
@@ -54,8 +55,9 @@ bool gram_mode(Context& c) {
   bool ok = true;
   const auto rows = measure(c, shape, ok);
   emit_rows(c, "gram", shape, rows);
-  std::printf("(both compute all of C, m x m: neither uses its symmetry. Compulsory DRAM bytes: A read once, C "
-              "written once)\n");
+  std::printf(
+      "(both compute all of C, m x m: neither uses its symmetry. Compulsory DRAM bytes: A read once, C "
+      "written once)\n");
   return ok;
 }
 
@@ -66,12 +68,12 @@ bool shapes_mode(Context& c) {
   for (const Shape& shape : bench_shapes()) {
     const auto rows = measure(c, shape, ok);
     for (const Timed& r : rows)
-      t.row({describe(shape), r.name, step_text(r), ms_text(r), gflops_text(shape, r), of_cublas(r, rows),
-             r.status});
+      t.row({describe(shape), r.name, step_text(r), ms_text(r), gflops_text(shape, r), of_cublas(r, rows), r.status});
   }
   c.run.emit(t);
-  std::printf("(of cuBLAS: cuBLAS's time over the row's at the same shape, in the same interleaved run. The ragged "
-              "shape has edge tiles on every side and a K tail: what it costs shows beside 4096^3)\n");
+  std::printf(
+      "(of cuBLAS: cuBLAS's time over the row's at the same shape, in the same interleaved run. The ragged "
+      "shape has edge tiles on every side and a K tail: what it costs shows beside 4096^3)\n");
   return ok;
 }
 
