@@ -52,8 +52,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
-
 namespace {
 
 using ch08::Job;
@@ -432,8 +430,6 @@ void check_pipeline_sass(const std::string& kernel, int stages, const char* step
               << step << "; ./lab hint 08)");
   CHECK(most == stages - 1);
 }
-
-// ---- compute-sanitizer --------------------------------------------------------------------
 
 // ---- Speed ----------------------------------------------------------------------------------
 

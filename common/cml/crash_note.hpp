@@ -1,5 +1,5 @@
 // How a test process names the likely cause of its own crash: before it dies of a signal,
-// the code under test's note (tests/support/crash_note.hpp) is written to stderr as one
+// the code under test's note (tests/support/crash_note_guard.hpp) is written to stderr as one
 // line that starts with kCrashNotePrefix, and the supervisor (tests/runner/) puts the last
 // such line first in what it reports, with the step, instead of the signal's name alone.
 #pragma once

@@ -4,7 +4,7 @@
 // (CML_ISOLATE=on) and checks that each is reported as itself and the others still run.
 // Never run these in one process by hand: step 3's cases and the [.nostep] ones sleep forever.
 #include "catch.hpp"
-#include "crash_note.hpp"
+#include "crash_note_guard.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -77,7 +77,7 @@ TEST_CASE("step 10: a case that runs this executable again on a hidden case", "[
   CHECK(WEXITSTATUS(status) == 0);
 }
 
-// A crash under the code under test's note (tests/support/crash_note.hpp): the supervisor
+// A crash under the code under test's note (tests/support/crash_note_guard.hpp): the supervisor
 // must name the step and the note's cause, not the signal alone.
 TEST_CASE("step 11: a case that crashes where a crash note names the cause", "[watchdog][step11]") {
   cml::test::CrashNote note("free_things crashed the process: release them with the call that matches (step 11)");

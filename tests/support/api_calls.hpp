@@ -1,11 +1,11 @@
 // What the chapters' tests read from the CUPTI callback recorder (cml/api_trace.hpp): which
 // calls make the host wait, and which of them a piece of code made. (The note that names
-// the likely cause when the code under test crashes the process is crash_note.hpp's; it
+// the likely cause when the code under test crashes the process is crash_note_guard.hpp's; it
 // comes with this header, as it always has.)
 #pragma once
 
 #include "catch.hpp"
-#include "crash_note.hpp"
+#include "crash_note_guard.hpp"
 
 #include "cml/api_trace.hpp"
 
