@@ -41,6 +41,7 @@
 #include <vector>
 
 #include <unistd.h>
+#include "test_02_streams.hpp"
 
 using cml::test::is_pinned;
 using cml::trace::CopyKind;
@@ -66,111 +67,6 @@ constexpr double kPlanBar = 0.84;
 // sequential; the solution's plan, derived from the phases, does not. That constant plan's
 // best run on the H100 gave 0.36.
 constexpr double kSmallBar = 0.70;
-
-const char* const kFreeHostIntsCrash =
-    "free_host_ints crashed the process: memory from cudaMallocHost/cudaHostAlloc must be released with "
-    "cudaFreeHost, not free/delete (step 1; ./lab hint 02)";
-
-// Holds a crash note from ~Setup's body until the workload's buffers are freed: bases are
-// destroyed after the derived class's body, in reverse order, so this outlives Workload.
-struct FreeNote {
-  std::optional<cml::test::CrashNote> note;
-};
-
-// n ints over the learner's buffers, seeded by n; a crash while freeing them names the cause.
-struct Setup : FreeNote, ch02::Workload {
-  Setup(std::size_t n, int cycles) : Workload(n, static_cast<unsigned>(n), cycles) {}
-  ~Setup() { note.emplace(kFreeHostIntsCrash); }
-};
-
-// The cycles at which AddKernel over s's ints takes as long as the slower copy (the
-// program's balanced point), measured with few repetitions: the tests need it close, not exact.
-int balanced_cycles(Setup& s) {
-  cml::Stream stream;
-  const cml::TimingOptions quick{1, 5};
-  return ch02::balanced_cycles(s.problem, ch02::measure_copies(s.problem, quick), quick, stream);
-}
-
-const char* order_name(ch02::IssueOrder o) { return o == ch02::IssueOrder::Breadth ? "breadth-first" : "depth-first"; }
-
-std::string plan_text(const ch02::Plan& p) {
-  std::ostringstream s;
-  s << p.streams << " stream(s), " << p.chunks << " chunk(s), " << order_name(p.order);
-  return s.str();
-}
-
-// What is most likely wrong with a plan that missed the bar, in the learner's terms.
-std::string plan_advice(const ch02::Plan& p) {
-  if (p.order == ch02::IssueOrder::Breadth && static_cast<std::size_t>(p.streams) < p.chunks)
-    return "breadth-first with fewer streams than chunks: stream order makes chunk c's kernel wait for the later "
-           "copies in queued before it on its stream. Issue depth-first, or give every chunk its own stream";
-  if (p.streams < 3)
-    return "three stages need three chunks in flight: with two streams chunk c + 2 waits in its stream for "
-           "chunk c's copy out. Use more streams";
-  if (p.chunks < 8)
-    return "nothing overlaps the first chunk's copy in nor the last one's copy out: more (or smaller edge) chunks "
-           "shorten that fill and drain";
-  return "each chunk has a fixed cost (launches, copy set-up; m.chunk_ms): weigh it against the fill and drain, "
-         "from the phases you were given";
-}
-
-// Medians of the sequential pipeline, the learner's plan, and the two parts of the bound,
-// timed interleaved (A B C D A B C D ...), so a slow moment of the link hits all of them.
-struct PlanRun {
-  ch02::Plan plan;
-  ch02::Measured measured;
-  cml::Stats sequential, staged, both, kernel;
-  bool ok = false;
-  std::string wrong;
-  const cml::Stats& bound() const { return both.median_ms >= kernel.median_ms ? both : kernel; }
-  double efficiency() const { return bound().median_ms / staged.median_ms; }
-  double speedup() const { return sequential.median_ms / staged.median_ms; }
-};
-
-// Measures the phases of `s`, asks for a plan (the learner's choose_plan, unless `forced`),
-// and times it against sequential and the bound.
-PlanRun run_plan(Setup& s, const ch02::Plan* forced = nullptr, int iters = 7) {
-  const auto& dev = cml::test::device();
-  cml::Stream stream, a, b;
-  const cml::TimingOptions quick{1, 5};
-  const ch02::Phases copies = ch02::measure_copies(s.problem, quick);
-  PlanRun r;
-  r.measured = ch02::measured(copies, ch02::measure_kernel(s.problem, s.problem.cycles, quick, stream),
-                              ch02::measure_chunk_cost(s.problem, quick), dev.async_engine_count);
-  r.plan = forced ? *forced : ch02::choose_plan(s.problem.n, r.measured);
-  if (r.plan.streams < 1 || r.plan.chunks < 1) return r;
-  Streams streams(r.plan.streams);
-  const std::size_t bytes = s.problem.n * sizeof(int);
-  const auto st = cml::time_interleaved(
-      {[&](cudaStream_t x) { ch02::run_sequential(s.problem, x); },
-       [&](cudaStream_t) { ch02::run_staged(s.problem, streams.s, r.plan.chunks, r.plan.order); },
-       [&](cudaStream_t) {
-         CUDA_CHECK(cudaMemcpyAsync(s.problem.device_in, s.problem.host_in, bytes, cudaMemcpyHostToDevice, a));
-         CUDA_CHECK(cudaMemcpyAsync(s.problem.host_out, s.problem.device_out, bytes, cudaMemcpyDeviceToHost, b));
-       },
-       [&](cudaStream_t x) {
-         ch02::launch_add(s.problem.device_in, s.problem.device_out, s.problem.n, s.problem.cycles, s.problem.add_value,
-                          x);
-       }},
-      stream, {2, iters}, cml::Clock::Host);
-  r.sequential = st[0];
-  r.staged = st[1];
-  r.both = st[2];
-  r.kernel = st[3];
-  const auto v =
-      ch02::verify_pipeline(s.problem, [&] { ch02::run_staged(s.problem, streams.s, r.plan.chunks, r.plan.order); });
-  r.ok = v.ok;
-  r.wrong = v.describe();
-  return r;
-}
-
-// The largest n (ints) up to `want` whose in and out buffers, host and device, fit with room to spare.
-std::size_t fitting(std::size_t want) {
-  const auto& dev = cml::test::device();
-  std::size_t n = want;
-  while (2 * n * sizeof(int) + (std::size_t{1} << 30) > dev.free_bytes && n > (std::size_t{1} << 20)) n /= 2;
-  return n;
-}
 
 }  // namespace
 
