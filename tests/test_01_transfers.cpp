@@ -10,32 +10,7 @@
 //   meson test -C build "ch01 solution"   against the solution
 //   build/tests/test_ch01_solution "[.measure]"   both sides of the speed bars
 //                                         (docs/01_transfers.md, "Speed bars")
-#include "api_calls.hpp"
-#include "enqueue_only.hpp"
-#include "gate.hpp"
-#include "gpu.hpp"
-#include "harness.hpp"
-#include "integrity.hpp"
-#include "per_call.hpp"
-#include "pinned.hpp"
-#include "transfers.cuh"
 
-#include "cml/api_trace.hpp"
-#include "cml/buffers.hpp"
-#include "cml/stream.hpp"
-#include "cml/table.hpp"
-#include "cml/timing.hpp"
-#include "cml/trace.hpp"
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <exception>
-#include <memory>
-#include <random>
-#include <string>
-#include <vector>
 #include "test_01_transfers.hpp"
 
 using cml::test::is_pinned;

@@ -11,46 +11,10 @@
 //   meson test -C build "ch02 solution"   against the solution
 //   build/tests/test_ch02_solution "[.measure]"   both sides of the speed bars
 //                                         (docs/02_streams.md, "Speed bars")
-#include "api_calls.hpp"
-#include "enqueue_only.hpp"
-#include "gpu.hpp"
-#include "harness.hpp"
-#include "integrity.hpp"
-#include "per_call.hpp"
-#include "pinned.hpp"
-#include "streams.cuh"
 
-#include "cml/api_trace.hpp"
-#include "cml/stream.hpp"
-#include "cml/timing.hpp"
-#include "cml/trace.hpp"
-
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <exception>
-#include <map>
-#include <optional>
-#include <random>
-#include <set>
-#include <sstream>
-#include <string>
-#include <tuple>
-#include <utility>
-#include <vector>
-
-#include <unistd.h>
 #include "test_02_streams.hpp"
 
-using cml::test::is_pinned;
-using cml::trace::CopyKind;
-using cml::trace::MemoryKind;
-
 namespace {
-
-using ch02::HostInts;
-using ch02::Streams;
 
 // What each bar assumes of the hardware, and what a smaller GPU changes: docs/every-gpu.md.
 // The speed bars sit mid-gap between the slowest correct plan and the fastest taught

@@ -6,41 +6,7 @@
 //   ./lab check 04                        against your exercise.cu
 //   meson test -C build "ch04 solution"   against the solution
 //   build/tests/test_ch04_solution "[.measure]"   the bars' correct side (and step 1's mistake), five runs
-#include "coalescing.cuh"
-#include "api_calls.hpp"
-#include "cuda_fault.hpp"
-#include "enqueue_only.hpp"
-#include "integrity.hpp"
-#include "gpu.hpp"
-#include "guarded_input.hpp"
-#include "jitter.hpp"
-#include "harness.hpp"
-#include "kernel_sass.hpp"
-#include "launch_geometry.hpp"
-#include "ncu_evidence.hpp"
-#include "sanitizer_target.hpp"
-#include "target_case.hpp"
 
-#include "cml/buffers.hpp"
-#include "cml/cli.hpp"
-#include "cml/ncu.hpp"
-#include "cml/sass.hpp"
-#include "cml/stream.hpp"
-#include "cml/table.hpp"
-#include "cml/timing.hpp"
-#include "cml/trace.hpp"
-#include "cml/verify.hpp"
-
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <initializer_list>
-#include <random>
-#include <string>
-#include <utility>
-#include <vector>
 #include "test_04_coalescing.hpp"
 
 namespace {

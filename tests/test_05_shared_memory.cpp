@@ -9,37 +9,7 @@
 //
 //   ./lab check 05                        against your exercise.cu
 //   meson test -C build "ch05 solution"   against the solution
-#include "harness.hpp"
-#include "shared_memory.cuh"
-#include "cuda_fault.hpp"
-#include "enqueue_only.hpp"
-#include "gpu.hpp"
-#include "guarded_input.hpp"
-#include "integrity.hpp"
-#include "kernel_sass.hpp"
-#include "launch_geometry.hpp"
-#include "ncu_evidence.hpp"
-#include "sanitizer_target.hpp"
-#include "speed_bar.hpp"
-#include "stream_race.hpp"
-#include "target_case.hpp"
 
-#include "cml/buffers.hpp"
-#include "cml/errors.hpp"
-#include "cml/guarded.hpp"
-#include "cml/ncu.hpp"
-#include "cml/sass.hpp"
-#include "cml/stream.hpp"
-#include "cml/timing.hpp"
-
-#include <array>
-#include <cmath>
-#include <cstdint>
-#include <stdexcept>
-#include <string>
-#include <tuple>
-#include <utility>
-#include <vector>
 #include "test_05_shared_memory.hpp"
 
 CML_INTEGRITY_CASE(05, "05_shared_memory")

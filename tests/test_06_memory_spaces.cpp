@@ -13,36 +13,7 @@
 //   ./lab check 06                        against your exercise.cu
 //   meson test -C build "ch06 solution"   against the solution
 //   build/tests/test_ch06_solution "[.measure]"   both sides of the speed bars, five runs
-#include "harness.hpp"
-#include "memory_spaces.cuh"
-#include "cuda_fault.hpp"
-#include "enqueue_only.hpp"
-#include "gpu.hpp"
-#include "guarded_input.hpp"
-#include "integrity.hpp"
-#include "kernel_sass.hpp"
-#include "launch_geometry.hpp"
-#include "stream_race.hpp"
 
-#include "cml/buffers.hpp"
-#include "cml/errors.hpp"
-#include "cml/sass.hpp"
-#include "cml/stream.hpp"
-#include "cml/table.hpp"
-#include "cml/timing.hpp"
-#include "cml/trace.hpp"
-#include "cml/verify.hpp"
-
-#include <algorithm>
-#include <array>
-#include <cstdint>
-#include <cstdio>
-#include <functional>
-#include <sstream>
-#include <string>
-#include <tuple>
-#include <utility>
-#include <vector>
 #include "test_06_memory_spaces.hpp"
 
 CML_INTEGRITY_CASE(06, "06_memory_spaces")

@@ -11,30 +11,7 @@
 //   ./lab check 07                        against your exercise.cu
 //   meson test -C build "ch07 solution"   against the solution
 //   build/tests/test_ch07_solution "[.measure]"   both sides of the speed bars, five runs
-#include "harness.hpp"
-#include "memcpy_async.cuh"
 
-#include "enqueue_only.hpp"
-#include "gpu.hpp"
-#include "integrity.hpp"
-#include "kernel_sass.hpp"
-#include "sanitizer_target.hpp"
-#include "speed_bar.hpp"
-#include "stream_race.hpp"
-#include "target_case.hpp"
-#include "tile_sum_checks.hpp"
-
-#include "cml/buffers.hpp"
-#include "cml/errors.hpp"
-#include "cml/guarded.hpp"
-#include "cml/sass.hpp"
-#include "cml/stream.hpp"
-#include "cml/timing.hpp"
-
-#include <cstdint>
-#include <stdexcept>
-#include <string>
-#include <vector>
 #include "test_07_memcpy_async.hpp"
 
 namespace {

@@ -20,10 +20,6 @@
 
 namespace {
 
-using ch08::Job;
-using ch08::SumFn;
-using ch08::Word;
-
 // ---- Speed ----------------------------------------------------------------------------------
 
 using Timed = std::function<void(const Word* in, std::size_t n, Word* partial, int blocks, cudaStream_t)>;

@@ -219,30 +219,39 @@ class FileLock {
   int fd_;
 };
 
+// cuobjdump `what` of `binary`, kept beside it (BINARY.suffix) so that every check of one
+// build runs cuobjdump once, even when several processes ask at the same time. `kind` names
+// what is read, for the Skip when the binary or cuobjdump is missing.
+std::string cached_cuobjdump(const std::string& binary, const std::string& what, const std::string& suffix,
+                             const std::string& kind) {
+  const std::string id = identity(binary);
+  if (id.empty()) throw Skip("cannot read " + binary + ": its " + kind + " cannot be checked");
+  const std::string cache = binary + "." + suffix;
+  FileLock lock(cache + ".lock");
+  std::string text = read_cache(cache, id);
+  if (!text.empty()) return text;
+  const auto tool = find_cuobjdump();
+  if (!tool)
+    throw Skip(
+        "cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
+        "nvidia-cuda-nvdisasm into .venv): the " +
+        kind + " cannot be checked");
+  text = run_cuobjdump(*tool, what, binary);
+  // Written whole under another name, then renamed: a reader never sees half of it.
+  const std::string partial = cache + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << id << "\n" << text;
+  }
+  if (std::rename(partial.c_str(), cache.c_str()) != 0) std::remove(partial.c_str());
+  return text;
+}
+
 }  // namespace
 
 std::vector<Function> dump(const std::string& binary) {
-  const std::string id = identity(binary);
-  if (id.empty()) throw Skip("cannot read " + binary + ": its SASS cannot be checked");
-  const std::string cache = binary + ".sass";
-  FileLock lock(cache + ".lock");
-  std::string text = read_cache(cache, id);
-  if (text.empty()) {
-    const auto tool = find_cuobjdump();
-    if (!tool)
-      throw Skip(
-          "cuobjdump with nvdisasm not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump "
-          "nvidia-cuda-nvdisasm into .venv): the SASS cannot be checked");
-    // One run for both: each kernel's resource line and its SASS, in one text.
-    text = run_cuobjdump(*tool, "-res-usage -sass", binary);
-    // Written whole under another name, then renamed: a reader never sees half of it.
-    const std::string partial = cache + ".partial";
-    {
-      std::ofstream out(partial, std::ios::trunc);
-      out << id << "\n" << text;
-    }
-    if (std::rename(partial.c_str(), cache.c_str()) != 0) std::remove(partial.c_str());
-  }
+  // One run for both: each kernel's resource line and its SASS, in one text.
+  const std::string text = cached_cuobjdump(binary, "-res-usage -sass", "sass", "SASS");
   auto functions = parse(text);
   add_resources(functions, text);
   return functions;
@@ -280,23 +289,7 @@ bool mbarrier_init_fenced(const PtxEntry& entry) {
 }
 
 std::vector<PtxEntry> dump_ptx(const std::string& binary) {
-  const std::string id = identity(binary);
-  if (id.empty()) throw Skip("cannot read " + binary + ": its PTX cannot be checked");
-  const std::string cache = binary + ".ptx";
-  FileLock lock(cache + ".lock");
-  std::string text = read_cache(cache, id);
-  if (text.empty()) {
-    const auto tool = find_cuobjdump();
-    if (!tool) throw Skip("cuobjdump not found (CUDA's bin folder, or pip install nvidia-cuda-cuobjdump into .venv)");
-    text = run_cuobjdump(*tool, "-ptx", binary);
-    const std::string partial = cache + ".partial";
-    {
-      std::ofstream out(partial, std::ios::trunc);
-      out << id << "\n" << text;
-    }
-    if (std::rename(partial.c_str(), cache.c_str()) != 0) std::remove(partial.c_str());
-  }
-  return parse_ptx(text);
+  return parse_ptx(cached_cuobjdump(binary, "-ptx", "ptx", "PTX"));
 }
 
 std::vector<Function> run_by_current_device(const std::vector<Function>& functions) {

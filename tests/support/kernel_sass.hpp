@@ -43,23 +43,19 @@ inline std::optional<cml::sass::PtxEntry> kernel_ptx(const std::string& name) {
 
 }  // namespace cml::test
 
-// Declares `var`, the PTX of kernel `name`, as CML_KERNEL_SASS does the SASS.
-#define CML_KERNEL_PTX(var, name)         \
-  std::optional<cml::sass::PtxEntry> var; \
-  try {                                   \
-    var = ::cml::test::kernel_ptx(name);  \
-  } catch (const cml::Skip& e) {          \
-    CML_SKIP(e.what());                   \
-  }                                       \
-  if (!var) FAIL("no kernel named " << (name) << " in the embedded PTX: keep the kernel's name")
+// Declares `var` = fetch(name): skips the test case where cuobjdump is missing, fails it
+// when the kernel is not there (the learner renamed it).
+#define CML_KERNEL_CODE(var, fetch, name, where) \
+  auto var = decltype(fetch(name)){};            \
+  try {                                          \
+    var = fetch(name);                           \
+  } catch (const cml::Skip& e) {                 \
+    CML_SKIP(e.what());                          \
+  }                                              \
+  if (!var) FAIL("no kernel named " << (name) << " in " where ": keep the kernel's name")
 
-// Declares `var`, the SASS of kernel `name`: skips the test case without cuobjdump, fails
-// it when the kernel is not there (the learner renamed it).
-#define CML_KERNEL_SASS(var, name)        \
-  std::optional<cml::sass::Function> var; \
-  try {                                   \
-    var = ::cml::test::kernel_sass(name); \
-  } catch (const cml::Skip& e) {          \
-    CML_SKIP(e.what());                   \
-  }                                       \
-  if (!var) FAIL("no kernel named " << (name) << " in the compiled code: keep the kernel's name")
+// Declares `var`, the SASS of kernel `name` (kernel_sass).
+#define CML_KERNEL_SASS(var, name) CML_KERNEL_CODE(var, ::cml::test::kernel_sass, name, "the compiled code")
+
+// Declares `var`, the PTX of kernel `name` (kernel_ptx).
+#define CML_KERNEL_PTX(var, name) CML_KERNEL_CODE(var, ::cml::test::kernel_ptx, name, "the embedded PTX")
