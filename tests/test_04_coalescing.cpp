@@ -31,7 +31,8 @@ constexpr double kStep4OverPlain = 0.55;
 
 // The memcheck target's array: n % 4 == 3, so the last group holds 3 floats and a float4
 // read of it runs 4 bytes past the end — inside the allocation's last 16 bytes, where no
-// guard page can be, but past the size asked of cudaMalloc, which memcheck knows.
+// guard page can be, but past the size asked of cudaMalloc, which memcheck knows. (Not
+// where the fourth float is never used: docs/04_coalescing.md, "The tail".)
 constexpr std::size_t kExactN = (std::size_t{1} << 16) + 3;
 
 // Not a test: the kernels the profile tests run under ncu (see profiled_sectors_per_request),
