@@ -1,6 +1,6 @@
 // Chapter 09 — a tiled SGEMM: shared-memory tiles, a conflict-free transposed operand,
 // register blocking, a cp.async pipeline and the tensor memory accelerator. THE file you
-// edit: five steps, TODO(1) to TODO(5). Every function works as shipped (one thread per
+// edit: six steps, TODO(1) to TODO(6). Every function works as shipped (one thread per
 // element of C, reading A and B from global memory: correct and slow). Keep the kernels'
 // names: the tests find them by name in the compiled code and in Nsight Compute's counters.
 //
@@ -13,7 +13,7 @@
 #include "sgemm.cuh"
 
 #include "cml/errors.hpp"
-#include "cml/ptx.cuh"  // chapter 08's PTX wrappers (cp.async groups, mbarriers, TMA loads), for steps 4-5
+#include "cml/ptx.cuh"  // chapter 08's PTX wrappers (cp.async groups, mbarriers, TMA loads), for steps 5-6
 
 #include <string>
 
@@ -115,8 +115,8 @@ void gram_tiled(ConstView a, View c, cudaStream_t stream) {
 // nothing lives in local memory (no LDL/STL in the SASS: an array indexed by a value the
 // compiler cannot know at compile time goes there); global loads stay coalesced, and
 // 16 bytes wide wherever a whole 16-byte piece lies inside the matrix (ld % 4 == 0 puts
-// every row on 16 bytes); the edges as in step 1. The block, warp and thread tiles are
-// yours; aim for a fraction of cuBLAS, not of the naive kernel.
+// every row on 16 bytes); the edges as in step 1. The block and thread tiles are yours;
+// aim for a fraction of cuBLAS, not of the naive kernel.
 __global__ void sgemm_registers_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                                        float* __restrict__ c, int ldc, int m, int n, int k) {
   gemm_naive_body(a, lda, b, ldb, c, ldc, m, n, k);
@@ -131,7 +131,29 @@ void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(4): step 3's computation fed by a pipeline of shared-memory stages: while the block
+// TODO(4): step 3 with each warp's threads placed over a compact piece of the block's C:
+// the shared-memory traffic of a k is decided per warp, not per thread — a warp's fragment
+// loads cost one wavefront for every 128 distinct bytes they touch (and more where two
+// touch one bank), so the fewer distinct words of A and B a warp needs at one k, the fewer
+// wavefronts feed its FFMAs. Constraints: those loads free of bank conflicts; step 3's hold
+// (16-byte fragment loads, nothing in local memory, coalesced global loads, the edges).
+// Which piece of C each warp owns and how its 32 lanes divide it are yours; Nsight Compute
+// counts the shared-load wavefronts per FFMA.
+__global__ void sgemm_warp_tiled_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
+                                        float* __restrict__ c, int ldc, int m, int n, int k) {
+  gemm_naive_body(a, lda, b, ldb, c, ldc, m, n, k);
+}
+
+void sgemm_warp_tiled(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  check_gemm_shapes("sgemm_warp_tiled", a, b, c);
+  const int m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0) return;
+  sgemm_warp_tiled_kernel<<<naive_grid(m, n), dim3(kNaiveX, kNaiveY), 0, stream>>>(a.data, a.ld, b.data, b.ld, c.data,
+                                                                                   c.ld, m, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+// TODO(5): step 4's computation fed by a pipeline of shared-memory stages: while the block
 // computes on one stage, the tiles of the next ones are in flight. The copies go straight
 // from global to shared memory, 16 bytes each, through L2 only; ragged edges must arrive as
 // zeros, filled by the copy itself, without reading past the matrix. Constraints: a thread
@@ -140,7 +162,7 @@ void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // so A's tile arrives as rows of A — arrange the reads so the fragment loads stay 16 bytes
 // wide and free of bank conflicts; more than 48 KiB of dynamic shared memory per block
 // must be asked for; the file still builds for a GPU without cp.async (the build targets
-// yours: a T4 runs steps 1-3).
+// yours: a T4 runs steps 1-4).
 __global__ void sgemm_pipelined_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                                        float* __restrict__ c, int ldc, int m, int n, int k) {
   gemm_naive_body(a, lda, b, ldb, c, ldc, m, n, k);
@@ -155,7 +177,7 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(5): (compute capability 9.0) step 4 with the tiles of A and B brought by the tensor
+// TODO(6): (compute capability 9.0) step 5 with the tiles of A and B brought by the tensor
 // memory accelerator: one thread starts each tile's copies from tensor maps that you encode
 // on the host (the driver's encoder is provided: tensor_map_encoder, sgemm.cuh), passed to
 // the kernel as parameters that the TMA unit reads where they lie. Each stage completes

@@ -634,8 +634,10 @@ const std::vector<Variant>& variants() {
       {"gram_tiled", "gram_tiled_kernel", 2, "C = A A^T, the transposed tile conflict-free", nullptr, gram_tiled},
       {"sgemm_registers", "sgemm_registers_kernel", 3, "register blocking, 16-byte shared loads", sgemm_registers,
        nullptr},
-      {"sgemm_pipelined", "sgemm_pipelined_kernel", 4, "a multi-stage cp.async pipeline", sgemm_pipelined, nullptr},
-      {"sgemm_tma", "sgemm_tma_kernel", 5, "TMA tiles on mbarriers", sgemm_tma, nullptr},
+      {"sgemm_warp_tiled", "sgemm_warp_tiled_kernel", 4, "warp tiles: few, conflict-free fragment loads",
+       sgemm_warp_tiled, nullptr},
+      {"sgemm_pipelined", "sgemm_pipelined_kernel", 5, "a multi-stage cp.async pipeline", sgemm_pipelined, nullptr},
+      {"sgemm_tma", "sgemm_tma_kernel", 6, "TMA tiles on mbarriers", sgemm_tma, nullptr},
   };
   return v;
 }

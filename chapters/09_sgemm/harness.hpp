@@ -281,7 +281,7 @@ std::string failure_pattern(const std::vector<ShapeVerdict>& verdicts);
 using GemmFn = void (*)(ConstView, ConstView, View, cudaStream_t);
 using GramFn = void (*)(ConstView, View, cudaStream_t);
 
-// One function of the chapter: the learner's steps 1-5 and the provided naive kernel
+// One function of the chapter: the learner's steps 1-6 and the provided naive kernel
 // (step 0). Program and tests iterate this list.
 struct Variant {
   const char* name;    // the function, as sgemm.cuh names it
@@ -321,6 +321,18 @@ double fma_peak(float* out, int blocks, int iterations, cudaStream_t stream);
 // cudaMemcpyAsync device to device of `count` floats: the HBM line of the roofline (each
 // byte read once and written once).
 void device_copy(const float* in, float* out, std::size_t count, cudaStream_t stream);
+// The L2 line of the roofline: `blocks` blocks of kReadThreads threads read the `count`
+// floats at `in` (a buffer the L2 holds: a quarter of its size) `passes` times with 16-byte
+// loads, each block a slice, and write one sum per thread to `out` (blocks x kReadThreads).
+// Returns the bytes read. Timed after one pass has brought the buffer into L2.
+inline constexpr int kReadThreads = 256;
+double l2_read(const float* in, std::size_t count, int passes, float* out, int blocks, cudaStream_t stream);
+// The shared-memory line: `blocks` blocks of kReadThreads threads each read a 16 KiB tile of
+// shared memory `iterations` x kSharedUnroll times with conflict-free 16-byte loads (a warp
+// reads 512 consecutive bytes: 4 wavefronts) and write one sum per thread to `out`. Returns
+// the bytes read.
+inline constexpr int kSharedUnroll = 16;
+double shared_read(int blocks, int iterations, float* out, cudaStream_t stream);
 // Fills the shared memory of every SM with kInputPoison (NaN), on `stream`: a kernel that
 // reads a tile before it was filled then adds NaN, instead of the last run's right values.
 void scrub_shared_memory(cudaStream_t stream);

@@ -80,6 +80,14 @@ def roofline(folder, label):
                 label=f"DRAM, measured (copy): {dram:.0f} GB/s")
         ax.plot([ridge, hi], [peak, peak], "-", color="tab:red",
                 label=f"FP32 FMA peak, measured: {peak:.0f} GFLOP/s")
+        # The L2 and shared-memory lines, where the run measured them: the same slope, for a
+        # kernel's FLOP per byte moved at that level (its own intensity there, not the
+        # compulsory DRAM one on the x axis: a step sits under the lowest roof of the three).
+        for name, style, color in (("L2 bandwidth", "-.", "tab:green"), ("shared-memory bandwidth", ":", "tab:purple")):
+            if name in ceilings:
+                bw = ceilings[name]
+                ax.plot([lo, peak / bw], [lo * bw, peak], style, color=color,
+                        label=f"{name.split(' bandwidth')[0]}, measured: {bw:.0f} GB/s (FLOP per byte at that level)")
         ax.axvline(ridge, color="grey", linewidth=0.6, linestyle=":")
         ax.annotate(f"ridge {ridge:.1f} FLOP/byte", (ridge, peak), textcoords="offset points", xytext=(4, -14),
                     fontsize=7, color="grey")

@@ -83,10 +83,10 @@ void check_gemm_shapes(const char* function, ConstView a, ConstView b, View c) {
 
 // Read once per device: the launcher calls it every time, and reading a device's facts
 // (cudaGetDeviceProperties) takes longer than a launch. Measured on the H100 at 4096^3:
-// read at each call, step 5 ran at 0.74 of cuBLAS, the host falling behind the GPU.
+// read at each call, step 6 ran at 0.74 of cuBLAS, the host falling behind the GPU.
 void require_tma(const char* function) {
   static std::mutex lock;
-  static std::map<int, std::string> missing;  // device -> why step 5 cannot run ("" when it can)
+  static std::map<int, std::string> missing;  // device -> why step 6 cannot run ("" when it can)
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   std::string why;
@@ -94,7 +94,7 @@ void require_tma(const char* function) {
     const std::lock_guard<std::mutex> hold(lock);
     auto it = missing.find(device);
     if (it == missing.end())
-      it = missing.emplace(device, cml::needs::missing_for("09", 5, cml::read_capabilities(device))).first;
+      it = missing.emplace(device, cml::needs::missing_for("09", 6, cml::read_capabilities(device))).first;
     why = it->second;
   }
   if (!why.empty()) throw cml::Skip(std::string(function) + ": " + why);
@@ -302,7 +302,57 @@ __global__ void __launch_bounds__(kFmaThreads)
   out[t] = sum;  // written: the chains are not dead code
 }
 
+// Slice b of the grid reads floats [b * per_block, (b + 1) * per_block) of `in` `passes`
+// times, 16 bytes a thread a load, consecutive threads on consecutive pieces (coalesced).
+__global__ void __launch_bounds__(kReadThreads)
+    l2_read_kernel(const float4* __restrict__ in, std::size_t pieces, int passes, float* __restrict__ out) {
+  const std::size_t per_block = pieces / gridDim.x, first = per_block * blockIdx.x;
+  float sum = 0.0f;
+  for (int p = 0; p < passes; ++p)
+    for (std::size_t i = threadIdx.x; i < per_block; i += kReadThreads) {
+      const float4 v = __ldcg(in + first + i);  // through L2, not L1: the L2's bandwidth
+      sum += v.x + v.y + v.z + v.w;
+    }
+  out[blockIdx.x * kReadThreads + threadIdx.x] = sum;
+}
+
+// 1024 float4 = 16 KiB of shared memory, read at (i + thread) mod 1024 for run-time i: a warp
+// reads 32 consecutive pieces (no conflict), and the compiler cannot hoist the loads.
+constexpr int kSharedPieces = 1024;
+__global__ void __launch_bounds__(kReadThreads) shared_read_kernel(int iterations, float* __restrict__ out) {
+  __shared__ float4 tile[kSharedPieces];
+  for (int i = static_cast<int>(threadIdx.x); i < kSharedPieces; i += kReadThreads)
+    tile[i] = make_float4(static_cast<float>(i), 1.0f, 2.0f, 3.0f);
+  __syncthreads();
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+    for (int u = 0; u < kSharedUnroll; ++u) {
+      const float4 v = tile[(it * kSharedUnroll * 32 + u * 32 + static_cast<int>(threadIdx.x)) & (kSharedPieces - 1)];
+      acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+    }
+  }
+  out[blockIdx.x * kReadThreads + threadIdx.x] = acc.x + acc.y + acc.z + acc.w;
+}
+
 }  // namespace
+
+double l2_read(const float* in, std::size_t count, int passes, float* out, int blocks, cudaStream_t stream) {
+  const std::size_t pieces = count / 4;
+  if (blocks <= 0 || passes <= 0 || pieces < static_cast<std::size_t>(blocks))
+    throw std::invalid_argument("l2_read: blocks, passes and pieces per block must be positive");
+  l2_read_kernel<<<blocks, kReadThreads, 0, stream>>>(reinterpret_cast<const float4*>(in), pieces, passes, out);
+  CUDA_CHECK_LAUNCH();
+  return 16.0 * static_cast<double>(pieces / blocks * blocks) * passes;
+}
+
+double shared_read(int blocks, int iterations, float* out, cudaStream_t stream) {
+  if (blocks <= 0 || iterations <= 0)
+    throw std::invalid_argument("shared_read: blocks and iterations must be positive");
+  shared_read_kernel<<<blocks, kReadThreads, 0, stream>>>(iterations, out);
+  CUDA_CHECK_LAUNCH();
+  return 16.0 * kSharedUnroll * static_cast<double>(iterations) * kReadThreads * blocks;
+}
 
 double fma_peak(float* out, int blocks, int iterations, cudaStream_t stream) {
   if (blocks <= 0 || iterations <= 0)

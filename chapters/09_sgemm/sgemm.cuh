@@ -1,5 +1,5 @@
 // Chapter 09 — a tiled SGEMM: the API that exercise.cu implements (the learner's part,
-// steps 1-5) and what the program, the tests and the solution share. Host-compatible C++:
+// steps 1-6) and what the program, the tests and the solution share. Host-compatible C++:
 // main.cu and the tests include it too.
 //
 // The matrices are FP32 and row-major with a leading dimension: element (r, c) of a view is
@@ -18,7 +18,7 @@
 //   - A, B and C do not overlap; any m, n, k (none need be a multiple of a tile or of 4).
 #pragma once
 
-#include <cuda.h>          // CUtensorMap, for step 5
+#include <cuda.h>          // CUtensorMap, for step 6
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <cuda_runtime_api.h>
 
@@ -53,19 +53,26 @@ void gram_tiled(ConstView a, View c, cudaStream_t stream);
 // ---- Step 3: register blocking ---------------------------------------------------------
 // C = A B where each thread computes a micro-tile of C (several rows by several columns)
 // held in registers, from fragments of A and B it loads from shared memory 16 bytes at a
-// time (LDS.128); no local memory (no LDL/STL: nothing spills). The block, warp and thread
-// tiles are yours. Kernel name: sgemm_registers_kernel.
+// time (LDS.128); no local memory (no LDL/STL: nothing spills). The block and thread tiles
+// are yours. Kernel name: sgemm_registers_kernel.
 void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream);
 
-// ---- Step 4: a multi-stage cp.async pipeline -------------------------------------------
-// Step 3's computation fed by a pipeline of shared-memory stages filled with 16-byte
+// ---- Step 4: warp tiling ---------------------------------------------------------------
+// Step 3's micro-tiles, with the threads of each warp arranged over a compact sub-tile of
+// the block's C, so that a warp's fragment loads at one k cover few distinct words of A and
+// of B and are free of bank conflicts (Nsight Compute's shared-load wavefronts per FFMA);
+// 16-byte loads and no local memory as in step 3. Kernel name: sgemm_warp_tiled_kernel.
+void sgemm_warp_tiled(ConstView a, ConstView b, View c, cudaStream_t stream);
+
+// ---- Step 5: a multi-stage cp.async pipeline -------------------------------------------
+// Step 4's computation fed by a pipeline of shared-memory stages filled with 16-byte
 // cp.async.cg copies (LDGSTS.E.BYPASS.128), the ragged edges of A and B zero-filled by the
 // copy itself, completion tracked with commit and wait groups; the tiles of the next
 // stages are in flight while one stage is computed. Kernel name: sgemm_pipelined_kernel.
 void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream);
 
-// ---- Step 5 (compute capability 9.0): the tensor memory accelerator ---------------------
-// Step 4 with the A and B tiles loaded by TMA (cp.async.bulk.tensor, UTMALDG in SASS) from
+// ---- Step 6 (compute capability 9.0): the tensor memory accelerator ---------------------
+// Step 5 with the A and B tiles loaded by TMA (cp.async.bulk.tensor, UTMALDG in SASS) from
 // tensor maps the learner encodes, each stage completing on an mbarrier (a "full" barrier
 // per stage that the copies complete, an "empty" one the consumers release). Throws
 // cml::Skip (exit 77) on a GPU below 9.0. Kernel name: sgemm_tma_kernel.
@@ -101,15 +108,15 @@ class Cublas {
 void check_gemm_shapes(const char* function, ConstView a, ConstView b, View c);
 void check_gram_shapes(const char* function, ConstView a, View c);
 
-// What step 5 needs of the GPU (needs.txt at the repository's root: the tensor memory
+// What step 6 needs of the GPU (needs.txt at the repository's root: the tensor memory
 // accelerator, compute capability 9.0): throws cml::Skip, saying what is missing, on the
 // current device when it lacks it.
 void require_tma(const char* function);
 
-// Step 5's way to the driver's cuTensorMapEncodeTiled (chapter 08 taught the lookup: the
+// Step 6's way to the driver's cuTensorMapEncodeTiled (chapter 08 taught the lookup: the
 // course links the runtime only): the function with its CUDA 12.0 signature, looked up once.
 // std::runtime_error, naming `function`, where the driver has none (a driver older than
-// CUDA 12.0). Which map to encode (dimensions, strides, box, swizzle) is step 5's.
+// CUDA 12.0). Which map to encode (dimensions, strides, box, swizzle) is step 6's.
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char* function);
 
 }  // namespace ch09

@@ -21,7 +21,7 @@
 // copied or included in place of the learner's exercise.cu).
 extern "C" const int cml_ch09_solution_tu = 1;
 
-// Step 4's instructions (cp.async) exist from sm_80 on, step 5's (mbarrier transaction
+// Step 5's instructions (cp.async) exist from sm_80 on, step 6's (mbarrier transaction
 // counts, tensor copies) from sm_90 on (cml/arch.cuh). The build may also target older GPUs,
 // where those kernels compile to a trap: the course's needs.txt keeps those GPUs from them
 // (the tests skip the step, the program leaves the kernel out), and sgemm_tma refuses them.
@@ -56,21 +56,30 @@ constexpr int kPerThread = kTile / kTileRows;
 // registers for the kernel and spilled the values its epilogue needs to local memory.
 constexpr int kTileBlocksPerSm = 4;
 
-// ==== Steps 3-5: 128 x 128 block tiles, 8 x 8 per thread ===================================
-// 256 threads, each computing 64 elements of C in registers: per k, a thread loads 8
-// floats of A and 8 of B from shared memory and does 64 multiply-adds with them, where
-// step 1 did one shared load per multiply-add. The 8 warps stand 2 x 4 over the tile, each
-// owning a 64 x 32 piece, so a warp's fragments come from a compact area: 64 rows of A and
-// 32 columns of B per k. 64 accumulators and the fragments fit the 128 registers that let
-// 2 blocks (16 warps) share an SM.
-constexpr int kThreads = 256;
-constexpr int kBlockM = 128, kBlockN = 128;
-constexpr int kWarpM = 64, kWarpN = 32;
-constexpr int kWarpsN = kBlockN / kWarpN;
-constexpr int kMicro = 8;  // a thread's C rows, and its C columns
-constexpr int kBlocksPerSm = 2;
-static_assert((kBlockM / kWarpM) * kWarpsN * 32 == kThreads, "one warp per 64 x 32 piece of the tile");
-static_assert(kWarpM * kWarpN == 32 * kMicro * kMicro, "a warp's 32 threads cover its piece");
+// ==== Steps 3-6: a micro-tile of C per thread =============================================
+// What sets each step's kernel apart, named in one type: the tile of C a block computes,
+// the piece a warp owns (0 x 0: no warp tile, step 3's plain layout), a thread's micro-tile,
+// the k a stage holds, how many stages (1: load then compute; 2: the next tile in registers
+// or a second buffer), and the blocks an SM runs at once (which caps the registers: 2 of 256
+// threads leave 128 a thread). Per k a thread loads MicroM floats of A and MicroN of B from
+// shared memory and does MicroM x MicroN multiply-adds with them, where step 1 did one
+// shared load per multiply-add.
+template <int BlockM, int BlockN, int Threads, int WarpM, int WarpN, int MicroM, int MicroN, int BK, int Stages,
+          int BlocksPerSm>
+struct Tiles {
+  static constexpr int kBlockM = BlockM, kBlockN = BlockN, kThreads = Threads;
+  static constexpr int kWarpM = WarpM, kWarpN = WarpN, kWarpsN = WarpN > 0 ? BlockN / WarpN : 0;
+  static constexpr int kMicroM = MicroM, kMicroN = MicroN;
+  static constexpr int kBK = BK, kStages = Stages, kBlocksPerSm = BlocksPerSm;
+  static_assert(kWarpM >= 0 && kWarpN >= 0 && kWarpsN >= 0 && kMicroN > 0 && kStages > 0, "a step reads some only");
+  static_assert(BlockM * BlockN == Threads * MicroM * MicroN, "the threads' micro-tiles cover the block's tile");
+  static_assert(WarpN == 0 || (BlockM / WarpM) * (BlockN / WarpN) * 32 == Threads, "one warp per piece");
+};
+//                    block      threads  warp    thread  k   stages  blocks/SM
+using RegisterTiles = Tiles<128, 128, 256, 0, 0, 8, 8, 8, 1, 2>;  // step 3
+using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 2, 2>;    // step 4
+using PipeTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 16, 4, 2>;   // step 5
+using TmaTiles = Tiles<128, 256, 256, 64, 64, 8, 16, 32, 4, 1>;   // step 6 (2 stages where 4 do not fit)
 
 // Which tile of C a block computes. In row order, the blocks resident at one time on a C
 // many tiles wide read a few row panels of A against all of B's column panels; here
@@ -79,9 +88,9 @@ static_assert(kWarpM * kWarpN == 32 * kMicro * kMicro, "a warp's 32 threads cove
 struct TileOrigin {
   int row0, col0;
 };
-template <int BlockM = kBlockM, int BlockN = kBlockN>
+template <class T>
 __device__ __forceinline__ TileOrigin grouped_tile(int m, int n) {
-  constexpr int kGroup = 8;
+  constexpr int kGroup = 8, BlockM = T::kBlockM, BlockN = T::kBlockN;
   const int tiles_m = ceil_div(m, BlockM), tiles_n = ceil_div(n, BlockN);
   const int b = static_cast<int>(blockIdx.x), per_group = kGroup * tiles_n;
   const int first = b / per_group * kGroup;
@@ -120,40 +129,45 @@ __device__ __forceinline__ void unpack(const float4& v, float* out) {
   out[3] = v.w;
 }
 
-// ---- Step 3's tiles ------------------------------------------------------------------------
-namespace reg {
-constexpr int kBK = 8;
+// ---- Steps 3 and 4's tiles --------------------------------------------------------------------
 // A's tile is stored transposed (as[p][row]): the 4 consecutive rows a thread needs at one k
 // are then 4 consecutive words, one 16-byte load. The 4-float pad makes the transposing
 // stores conflict-free: a warp stores 16 rows at k-offsets 0 and 4, and 4 rows of 132
 // floats put the second half 16 banks further.
-constexpr int kAPitch = kBlockM + 4;
+template <class T>
+constexpr int kTransposedPitch = T::kBlockM + 4;
 // One float4 of A (128 rows x 2 pieces) and one of B (8 rows x 32 pieces) per thread.
-static_assert(kBlockM * kBK / 4 == kThreads && kBK * kBlockN / 4 == kThreads, "one piece of each per thread");
-}  // namespace reg
+static_assert(RegisterTiles::kBlockM * RegisterTiles::kBK / 4 == RegisterTiles::kThreads &&
+                  RegisterTiles::kBK * RegisterTiles::kBlockN / 4 == RegisterTiles::kThreads &&
+                  WarpTiles::kBK == RegisterTiles::kBK && WarpTiles::kBlockM == RegisterTiles::kBlockM,
+              "steps 3 and 4: one piece of each tile per thread");
 
-// ---- Steps 4 and 5: the same computation, fed by a pipeline --------------------------------
+// ---- Steps 5 and 6: the same computation, fed by a pipeline --------------------------------
 // cp.async and TMA copy bytes as they lie: A's tile arrives as rows of A (as[row][p]), not
 // transposed. A thread then takes A(row, p .. p + 3) as one 16-byte load and uses its four
 // floats for four successive k: per 4 k, 8 LDS.128 of A (one per row) and 8 of B, for 256
 // FFMA, as in step 3. Its 8 rows are 8 apart (lane_row + 8 i), so the 8 rows a warp loads
 // at once are consecutive: a pad or a swizzle can then give them 8 different 16-byte bank
 // groups (with runs of 4 rows, as in step 3, no pad can).
-// (Steps 4 and 5 only: compiled where their instructions exist.)
+// (Steps 5 and 6 only: compiled where their instructions exist.)
 #if CML_ARCH_HAS_CP_ASYNC
-__device__ __forceinline__ int pipe_first_row(int warp, int lane) { return (warp / kWarpsN) * kWarpM + lane / 4; }
+template <class T>
+__device__ __forceinline__ int pipe_first_row(int warp, int lane) {
+  return (warp / T::kWarpsN) * T::kWarpM + lane / 4;
+}
 #endif
-template <int WarpN = kWarpN, int WarpsN = kWarpsN>
+template <class T>
 __device__ __forceinline__ int pipe_first_col(int warp, int lane) {
-  return (warp % WarpsN) * WarpN + lane % 4 * 4;
+  return (warp % T::kWarpsN) * T::kWarpN + lane % 4 * 4;
 }
 
-// One stage's worth of k (BK) into acc. as: BK floats per row of A's tile, row pitch
-// APitch; `swizzle` is the XOR the copy applied to the 16-byte piece index of this thread's
-// rows (0 where a pad does the work). bs: B's tile, rows of kBlockN floats.
-template <int BK, int APitch, int MicroN = kMicro, int BlockN = kBlockN>
+// One stage's worth of k (T::kBK) into acc. as: the stage's A tile, rows of APitch floats;
+// `swizzle` is the XOR the copy applied to the 16-byte piece index of this thread's rows (0
+// where a pad does the work). bs: B's tile, rows of T::kBlockN floats.
+template <class T, int APitch>
 __device__ __forceinline__ void multiply_stage(const float* as, const float* bs, int am, int bn, int swizzle,
-                                               float (&acc)[kMicro][MicroN]) {
+                                               float (&acc)[T::kMicroM][T::kMicroN]) {
+  constexpr int BK = T::kBK, MicroN = T::kMicroN, BlockN = T::kBlockN, kMicro = T::kMicroM;
 #pragma unroll
   for (int q = 0; q < BK / 4; ++q) {
     float af[kMicro][4];
@@ -164,7 +178,7 @@ __device__ __forceinline__ void multiply_stage(const float* as, const float* bs,
     for (int kk = 0; kk < 4; ++kk) {
       float bv[MicroN];
       const float* const brow = bs + (4 * q + kk) * BlockN + bn;
-      if constexpr (MicroN == 8) {  // written out: the loop below schedules step 4 differently, 5 % slower (docs/09)
+      if constexpr (MicroN == 8) {  // written out: the loop below schedules step 5 differently, 5 % slower (docs/09)
         unpack(*reinterpret_cast<const float4*>(brow), bv);
         unpack(*reinterpret_cast<const float4*>(brow + 16), bv + 4);
       } else {
@@ -179,9 +193,10 @@ __device__ __forceinline__ void multiply_stage(const float* as, const float* bs,
   }
 }
 
-template <int MicroN>
+template <class T>
 __device__ __forceinline__ void store_pipe_tile(float* __restrict__ c, int ldc, int m, int n, int row, int col,
-                                                const float (&acc)[kMicro][MicroN]) {
+                                                const float (&acc)[T::kMicroM][T::kMicroN]) {
+  constexpr int MicroN = T::kMicroN, kMicro = T::kMicroM;
 #pragma unroll
   for (int i = 0; i < kMicro; ++i) {
     const int r = row + 8 * i;
@@ -192,22 +207,22 @@ __device__ __forceinline__ void store_pipe_tile(float* __restrict__ c, int ldc, 
   }
 }
 
-// ---- Step 4's tiles and copies ---------------------------------------------------------------
+// ---- Step 5's tiles and copies ---------------------------------------------------------------
+// Step 5's layout in shared memory, from PipeTiles.
 namespace pipe {
-constexpr int kBK = 16;
-constexpr int kStages = 4;
+using T = PipeTiles;
 // Rows of 20 floats = 5 pieces of 16 bytes: 8 consecutive rows start in 8 different
 // 16-byte bank groups (5 r mod 8 for r = 0..7), and every row stays 16-byte aligned for
 // the copies and the loads.
-constexpr int kAPitch = kBK + 4;
-constexpr int kAFloats = kBlockM * kAPitch, kBFloats = kBK * kBlockN;
+constexpr int kAPitch = T::kBK + 4;
+constexpr int kAFloats = T::kBlockM * kAPitch, kBFloats = T::kBK * T::kBlockN;
 constexpr int kStageFloats = kAFloats + kBFloats;
-constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));  // 72 KiB
+constexpr int kSmemBytes = T::kStages * kStageFloats * static_cast<int>(sizeof(float));  // 72 KiB
 // The tiles in 16-byte pieces: A's rows have kBK / 4, B's kBlockN / 4. Thread `me` copies
 // piece me % per_row of row me / per_row, then the same piece kThreads / per_row rows below.
-constexpr int kAPerRow = kBK / 4, kBPerRow = kBlockN / 4;
-constexpr int kAPieces = kBlockM * kAPerRow / kThreads, kBPieces = kBK * kBPerRow / kThreads;
-static_assert(kAPieces * kThreads == kBlockM * kAPerRow && kBPieces * kThreads == kBK * kBPerRow,
+constexpr int kAPerRow = T::kBK / 4, kBPerRow = T::kBlockN / 4;
+constexpr int kAPieces = T::kBlockM * kAPerRow / T::kThreads, kBPieces = T::kBK * kBPerRow / T::kThreads;
+static_assert(kAPieces * T::kThreads == T::kBlockM * kAPerRow && kBPieces * T::kThreads == T::kBK * kBPerRow,
               "the tiles split into whole 16-byte pieces per thread");
 }  // namespace pipe
 
@@ -237,20 +252,14 @@ __device__ __forceinline__ int piece_bytes(int col, int cols) {
 }
 #endif  // CML_ARCH_HAS_CP_ASYNC
 
-// ---- Step 5's tiles, barriers and copies -----------------------------------------------------
+// ---- Step 6's tiles, barriers and copies -----------------------------------------------------
+// Step 6's boxes and barriers, from TmaTiles: a block tile of 128 x 256 at one block per SM,
+// 8 x 16 results a thread (warps 2 x 4, each 64 x 64), fed by the same 16-byte fragment
+// loads, with 4 stages of 48 KiB.
 namespace tma {
-// A block tile of 128 x 256 at one block per SM: 8 x 16 results a thread (warps 2 x 4, each
-// 64 x 64), fed by the same 16-byte fragment loads, with 4 stages of 48 KiB.
-constexpr int kBlockN = 256;
-constexpr int kWarpN = 64, kWarpsN = kBlockN / kWarpN;
-constexpr int kMicroN = 16;
-constexpr int kBlocksPerSm = 1;
-static_assert((kBlockM / kWarpM) * kWarpsN * 32 == kThreads && kWarpM * kWarpN == 32 * kMicro * kMicroN,
-              "8 warps of 64 x 64, a thread 8 x 16");
-constexpr int kBK = 32;
+using T = TmaTiles;
 // 4 stages where a block may have 193 KiB of shared memory (sm_90, sm_100: 227 KiB), 2 where
 // it may not (sm_120: 99 KiB); sgemm_tma picks by the GPU's limit.
-constexpr int kStages = 4;
 constexpr int kFewStages = 2;
 // A's box is 32 floats wide: each of its rows is exactly 128 bytes, the span of the
 // 128-byte swizzle. The TMA unit stores the 16-byte piece j of row r at piece
@@ -258,9 +267,9 @@ constexpr int kFewStages = 2;
 // unswizzled) land in 8 different groups. B's rows are read along themselves, 4
 // neighbouring pieces at a time: no swizzle needed (nor possible: a swizzled box row is at
 // most 128 bytes).
-constexpr int kSwizzleBytes = kBK * static_cast<int>(sizeof(float));
+constexpr int kSwizzleBytes = T::kBK * static_cast<int>(sizeof(float));
 static_assert(kSwizzleBytes == 128, "A's box rows span exactly one 128-byte swizzle");
-constexpr int kAFloats = kBlockM * kBK, kBFloats = kBK * kBlockN;
+constexpr int kAFloats = T::kBlockM * T::kBK, kBFloats = T::kBK * T::kBlockN;
 constexpr int kStageFloats = kAFloats + kBFloats;
 constexpr unsigned kStageBytes = kStageFloats * sizeof(float);  // what one stage's two boxes deliver
 // The 128-byte swizzle repeats every 1024 bytes and follows the shared address itself: the
@@ -270,15 +279,16 @@ constexpr int kAlign = 1024;
 constexpr int smem_bytes(int stages) { return stages * static_cast<int>(kStageBytes) + kAlign; }  // 4: 193 KiB
 static_assert(kAFloats * sizeof(float) % kAlign == 0 && kStageBytes % kAlign == 0, "boxes stay 1024-byte aligned");
 // A box dimension is at most 256 elements, and its rows a multiple of 16 bytes.
-static_assert(kBK <= 256 && kBlockM <= 256 && kBlockN <= 256 && kBlockN * sizeof(float) % 16 == 0, "TMA box rules");
+static_assert(T::kBK <= 256 && T::kBlockM <= 256 && T::kBlockN <= 256 && T::kBlockN * sizeof(float) % 16 == 0,
+              "TMA box rules");
 }  // namespace tma
 
 #if CML_ARCH_HAS_TMA
-// The sm_90 instructions, compiled for sm_90 and later only (step 5's kernel uses them under
+// The sm_90 instructions, compiled for sm_90 and later only (step 6's kernel uses them under
 // the same condition).
 
 // The empty barrier of a stage: every thread arrives once per use.
-constexpr unsigned kConsumers = kThreads;
+constexpr unsigned kConsumers = TmaTiles::kThreads;
 // A phase lands in microseconds; one that has not completed after 4 s never will.
 constexpr unsigned long long kWaitLimitNs = 4'000'000'000ull;
 
@@ -290,7 +300,7 @@ constexpr unsigned long long kWaitLimitNs = 4'000'000'000ull;
          " did not complete"                                      \
          " in 4 s (a byte count, a parity or an arrival that never comes)\n")
 __device__ __noinline__ void give_up(bool full, int stage) {
-  static_assert(tma::kStages <= 4, "one message per stage below");
+  static_assert(TmaTiles::kStages <= 4, "one message per stage below");
   switch (stage) {
     case 0: full ? CH09_GAVE_UP("full", 0) : CH09_GAVE_UP("empty", 0); break;
     case 1: full ? CH09_GAVE_UP("full", 1) : CH09_GAVE_UP("empty", 1); break;
@@ -452,17 +462,94 @@ void gram_tiled(ConstView a, View c, cudaStream_t stream) {
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
-// A thread's micro-tile is 2 x 2 blocks of 4 x 4: rows r, r + 32 (r = 4 lane_row within the
+// Register blocking alone. The 256 threads stand 16 x 16 over the 128 x 128 tile: thread
+// (ty, tx) computes rows 4 ty .. 4 ty + 3 and 64 + 4 ty .., columns 4 tx .. 4 tx + 3 and
+// 64 + 4 tx .. — at one k, two 16-byte pieces of A (a column of its tile, stored as a row)
+// and two of B, 4 LDS.128 for 64 FFMA. A warp is two rows of 16 threads: it reads 2 pieces of
+// A (each shared by 16 lanes) and 32 of B, all in different bank groups. One buffer: load,
+// barrier, compute, barrier; the tiles in row order.
+__global__ void __launch_bounds__(RegisterTiles::kThreads, RegisterTiles::kBlocksPerSm)
+    sgemm_registers_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
+                           float* __restrict__ c, int ldc, int m, int n, int k) {
+  using T = RegisterTiles;
+  constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kBK = T::kBK, kMicro = T::kMicroM;
+  constexpr int kAPitch = kTransposedPitch<T>;
+  constexpr int kHalf = kBlockM / 2;  // the second piece of each fragment, 64 rows or columns on
+  __shared__ __align__(16) float as[kBK][kAPitch];
+  __shared__ __align__(16) float bs[kBK][kBlockN];
+  const int tiles_n = ceil_div(n, kBlockN);
+  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kBlockM,
+            col0 = static_cast<int>(blockIdx.x) % tiles_n * kBlockN;
+  const int tid = static_cast<int>(threadIdx.x), ty = tid / 16, tx = tid % 16;
+
+  // The pieces this thread copies (step 4 copies the same): A row a_row, k-columns
+  // a_col..+3; B row b_row, columns b_col..+3.
+  const int a_row = tid / 2, a_col = tid % 2 * 4;
+  const int b_row = tid / 32, b_col = tid % 32 * 4;
+  const bool a_inside = row0 + a_row < m;
+  const float* a_src = a + static_cast<std::size_t>(a_inside ? row0 + a_row : 0) * lda;
+
+  float acc[kMicro][kMicro] = {};
+  for (int p0 = 0; p0 < k; p0 += kBK) {
+    const float4 av = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const int p = p0 + b_row;
+    const float4 bv =
+        p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    as[a_col + 0][a_row] = av.x;  // transposed: a column of A's tile becomes a row
+    as[a_col + 1][a_row] = av.y;
+    as[a_col + 2][a_row] = av.z;
+    as[a_col + 3][a_row] = av.w;
+    *reinterpret_cast<float4*>(&bs[b_row][b_col]) = bv;
+    __syncthreads();  // the tiles are whole before anyone reads them
+#pragma unroll
+    for (int q = 0; q < kBK; ++q) {
+      float af[kMicro], bf[kMicro];
+      unpack(*reinterpret_cast<const float4*>(&as[q][4 * ty]), af);
+      unpack(*reinterpret_cast<const float4*>(&as[q][kHalf + 4 * ty]), af + 4);
+      unpack(*reinterpret_cast<const float4*>(&bs[q][4 * tx]), bf);
+      unpack(*reinterpret_cast<const float4*>(&bs[q][kHalf + 4 * tx]), bf + 4);
+#pragma unroll
+      for (int i = 0; i < kMicro; ++i)
+#pragma unroll
+        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
+    }
+    __syncthreads();  // the next tiles are stored only once every thread has read these
+  }
+
+#pragma unroll
+  for (int i = 0; i < kMicro; ++i) {
+    const int r = row0 + i / 4 * kHalf + 4 * ty + i % 4;
+    if (r >= m) continue;
+    float* row = c + static_cast<std::size_t>(r) * ldc;
+    store4(row, col0 + 4 * tx, n, acc[i]);
+    store4(row, col0 + kHalf + 4 * tx, n, acc[i] + 4);
+  }
+}
+
+void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  check_gemm_shapes("sgemm_registers", a, b, c);
+  const int m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0) return;
+  sgemm_registers_kernel<<<tile_blocks(m, n, RegisterTiles::kBlockM, RegisterTiles::kBlockN), RegisterTiles::kThreads,
+                           0, stream>>>(a.data, a.ld, b.data, b.ld, c.data, c.ld, m, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- Step 4 -----------------------------------------------------------------------------
+// Warp tiles. A thread's micro-tile is 2 x 2 blocks of 4 x 4: rows r, r + 32 (r = 4 lane_row within the
 // warp's 64) and columns c, c + 16 (c = 4 lane_col within its 32). At one k a warp then
 // loads 8 different 16-byte pieces of A (128 consecutive bytes) and 4 of B (64 bytes), each
 // shared by 4 lanes: no bank conflict, 4 LDS.128 for 64 FFMA.
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    sgemm_registers_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
-                           float* __restrict__ c, int ldc, int m, int n, int k) {
-  using namespace reg;
+__global__ void __launch_bounds__(WarpTiles::kThreads, WarpTiles::kBlocksPerSm)
+    sgemm_warp_tiled_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
+                            float* __restrict__ c, int ldc, int m, int n, int k) {
+  using T = WarpTiles;
+  constexpr int kBlockN = T::kBlockN, kBK = T::kBK, kMicro = T::kMicroM, kWarpM = T::kWarpM, kWarpN = T::kWarpN,
+                kWarpsN = T::kWarpsN;
+  constexpr int kAPitch = kTransposedPitch<T>;
   __shared__ __align__(16) float as[2][kBK][kAPitch];
   __shared__ __align__(16) float bs[2][kBK][kBlockN];
-  const TileOrigin tile = grouped_tile(m, n);
+  const TileOrigin tile = grouped_tile<T>(m, n);
   const int row0 = tile.row0, col0 = tile.col0;
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
 
@@ -532,24 +619,25 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
 }
 
-void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
-  check_gemm_shapes("sgemm_registers", a, b, c);
+void sgemm_warp_tiled(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  check_gemm_shapes("sgemm_warp_tiled", a, b, c);
   const int m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0) return;
-  sgemm_registers_kernel<<<tile_blocks(m, n, kBlockM, kBlockN), kThreads, 0, stream>>>(a.data, a.ld, b.data, b.ld,
-                                                                                       c.data, c.ld, m, n, k);
+  sgemm_warp_tiled_kernel<<<tile_blocks(m, n, WarpTiles::kBlockM, WarpTiles::kBlockN), WarpTiles::kThreads, 0,
+                            stream>>>(a.data, a.ld, b.data, b.ld, c.data, c.ld, m, n, k);
   CUDA_CHECK_LAUNCH();
 }
 
-// ---- Step 4 -----------------------------------------------------------------------------
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+// ---- Step 5 -----------------------------------------------------------------------------
+__global__ void __launch_bounds__(PipeTiles::kThreads, PipeTiles::kBlocksPerSm)
     sgemm_pipelined_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                            float* __restrict__ c, int ldc, int m, int n, int k) {
 #if CML_ARCH_HAS_CP_ASYNC
-  using namespace pipe;
+  using namespace pipe;  // T = PipeTiles, and its layout in shared memory
+  constexpr int kBK = T::kBK, kStages = T::kStages, kThreads = T::kThreads, kBlockN = T::kBlockN, kMicro = T::kMicroM;
   extern __shared__ __align__(128) float4 dyn_smem[];
   float* const smem = reinterpret_cast<float*>(dyn_smem);
-  const TileOrigin tile = grouped_tile(m, n);
+  const TileOrigin tile = grouped_tile<T>(m, n);
   const int row0 = tile.row0, col0 = tile.col0;
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int tiles_k = ceil_div(k, kBK);
@@ -596,7 +684,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     if (s < tiles_k) issue(s, s);
     cp_async_commit();
   }
-  const int am = pipe_first_row(warp, lane), bn = pipe_first_col(warp, lane);
+  const int am = pipe_first_row<T>(warp, lane), bn = pipe_first_col<T>(warp, lane);
   float acc[kMicro][kMicro] = {};
   int use = 0, fill = kStages - 1;  // the stages of tile t and of tile t + kStages - 1
   for (int t = 0; t < tiles_k; ++t) {
@@ -607,14 +695,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     if (t + kStages - 1 < tiles_k) issue(t + kStages - 1, fill);
     cp_async_commit();
     const float* as = smem + use * kStageFloats;
-    multiply_stage<kBK, kAPitch>(as, as + kAFloats, am, bn, 0, acc);
+    multiply_stage<T, kAPitch>(as, as + kAFloats, am, bn, 0, acc);
     use = use + 1 == kStages ? 0 : use + 1;
     fill = fill + 1 == kStages ? 0 : fill + 1;
   }
-  store_pipe_tile(c, ldc, m, n, row0 + am, col0 + bn, acc);
+  store_pipe_tile<T>(c, ldc, m, n, row0 + am, col0 + bn, acc);
 #else
   (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)m, (void)n, (void)k;
-  __trap();  // never launched: step 4 needs compute capability 8.0 (needs.txt)
+  __trap();  // never launched: step 5 needs compute capability 8.0 (needs.txt)
 #endif
 }
 
@@ -624,12 +712,12 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   static const bool asked = allow_shared(sgemm_pipelined_kernel, pipe::kSmemBytes);
   (void)asked;
-  sgemm_pipelined_kernel<<<tile_blocks(m, n, kBlockM, kBlockN), kThreads, pipe::kSmemBytes, stream>>>(
-      a.data, a.ld, b.data, b.ld, c.data, c.ld, m, n, k);
+  sgemm_pipelined_kernel<<<tile_blocks(m, n, PipeTiles::kBlockM, PipeTiles::kBlockN), PipeTiles::kThreads,
+                           pipe::kSmemBytes, stream>>>(a.data, a.ld, b.data, b.ld, c.data, c.ld, m, n, k);
   CUDA_CHECK_LAUNCH();
 }
 
-// ---- Step 5 -----------------------------------------------------------------------------
+// ---- Step 6 -----------------------------------------------------------------------------
 // Each stage has two barriers. "full": one arrival (thread 0's expect_tx of the stage's
 // bytes) plus the two boxes' bytes; every thread waits on it before computing. "empty":
 // every thread arrives after computing; thread 0 waits on it before refilling the stage,
@@ -641,17 +729,18 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // empty barrier rarely stalls, and Stages - 1 tiles stay in flight behind the one computed.
 // The maps are __grid_constant__ parameters: the TMA unit reads them where they lie.
 template <int Stages>
-__global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
+__global__ void __launch_bounds__(TmaTiles::kThreads, TmaTiles::kBlocksPerSm)
     sgemm_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      float* __restrict__ c, int ldc, int m, int n, int k) {
 #if CML_ARCH_HAS_TMA
-  using namespace tma;
+  using namespace tma;  // T = TmaTiles, and its boxes and barriers
+  constexpr int kBK = T::kBK;
   extern __shared__ __align__(128) float4 dyn_smem[];
   __shared__ std::uint64_t full[Stages], empty[Stages];
   const std::uint32_t raw = shared_address(dyn_smem);
   float* const stages =
       reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(dyn_smem) + (kAlign - raw % kAlign) % kAlign);
-  const TileOrigin tile = grouped_tile<kBlockM, tma::kBlockN>(m, n);
+  const TileOrigin tile = grouped_tile<T>(m, n);
   const int row0 = tile.row0, col0 = tile.col0;
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int tiles_k = ceil_div(k, kBK);
@@ -677,9 +766,9 @@ __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
 
   // The TMA unit applied the 128-byte swizzle to A's rows: piece j of row r lies at
   // piece j ^ (r % 8). This thread's rows are am + 8 i, all with r % 8 == am % 8.
-  const int am = pipe_first_row(warp, lane), bn = pipe_first_col<tma::kWarpN, tma::kWarpsN>(warp, lane);
+  const int am = pipe_first_row<T>(warp, lane), bn = pipe_first_col<T>(warp, lane);
   const int swizzle = am % 8;
-  float acc[kMicro][tma::kMicroN] = {};
+  float acc[T::kMicroM][T::kMicroN] = {};
   int stage = 0;
   unsigned parity = 0;
   for (int t = 0; t < tiles_k; ++t) {
@@ -691,14 +780,14 @@ __global__ void __launch_bounds__(kThreads, tma::kBlocksPerSm)
     }
     wait_phase(&full[stage], parity, true, stage);
     const float* as = stages + stage * kStageFloats;
-    multiply_stage<kBK, kBK, tma::kMicroN, tma::kBlockN>(as, as + kAFloats, am, bn, swizzle, acc);
+    multiply_stage<T, kBK>(as, as + kAFloats, am, bn, swizzle, acc);
     mbarrier_arrive(&empty[stage]);
     if (++stage == Stages) {
       stage = 0;
       parity ^= 1u;
     }
   }
-  store_pipe_tile(c, ldc, m, n, row0 + am, col0 + bn, acc);
+  store_pipe_tile<T>(c, ldc, m, n, row0 + am, col0 + bn, acc);
 #else
   (void)map_a;
   (void)map_b;
@@ -718,9 +807,8 @@ template <int Stages>
 void launch_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, View c, int k, cudaStream_t stream) {
   static const bool asked = allow_shared(sgemm_tma_kernel<Stages>, tma::smem_bytes(Stages));
   (void)asked;
-  sgemm_tma_kernel<Stages>
-      <<<tile_blocks(c.rows, c.cols, kBlockM, tma::kBlockN), kThreads, tma::smem_bytes(Stages), stream>>>(
-          map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
+  sgemm_tma_kernel<Stages><<<tile_blocks(c.rows, c.cols, TmaTiles::kBlockM, TmaTiles::kBlockN), TmaTiles::kThreads,
+                             tma::smem_bytes(Stages), stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
 }
 
 // Whether a block of this GPU may have the shared memory of `stages` stages: one attribute,
@@ -744,11 +832,11 @@ void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   // tensor): the kernel never reads the empty maps and stores zeros.
   CUtensorMap map_a{}, map_b{};
   if (k > 0) {
-    map_a = tensor_map(a.data, m, k, a.ld, kBlockM, tma::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
-    map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, tma::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
+    map_a = tensor_map(a.data, m, k, a.ld, TmaTiles::kBlockM, TmaTiles::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
+    map_b = tensor_map(b.data, k, n, b.ld, TmaTiles::kBK, TmaTiles::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
-  if (tma_stages_fit(tma::kStages))
-    launch_tma<tma::kStages>(map_a, map_b, c, k, stream);
+  if (tma_stages_fit(TmaTiles::kStages))
+    launch_tma<TmaTiles::kStages>(map_a, map_b, c, k, stream);
   else
     launch_tma<tma::kFewStages>(map_a, map_b, c, k, stream);
   CUDA_CHECK_LAUNCH();

@@ -3,11 +3,11 @@ chapter teaches, caught by the named step's tests with the message that names it
 test's INFO text, or the harness's description of the failure: chapters/09_sgemm/harness.cu,
 compare() and failure_pattern()).
 
-Steps 4 and 5 share multiply_stage and store_pipe_tile: no mutant here touches them, so
+Steps 5 and 6 share multiply_stage and store_pipe_tile: no mutant here touches them, so
 each mutant changes one step's kernel only.
 
-Step 4's cp.async.wait_group 0 is named by the SASS check of the wait's count, and the
-racecheck target's k of 1000 refills every stage of steps 4 and 5 eight times or more."""
+Step 5's cp.async.wait_group 0 is named by the SASS check of the wait's count, and the
+racecheck target's k of 1000 refills every stage of steps 5 and 6 eight times or more."""
 from . import Mutant
 
 CHAPTER = "09_sgemm"
@@ -91,7 +91,46 @@ MUTANTS = [
            "[step2][mechanism]", "racecheck found hazards in gram_tiled_kernel"),
 
     # ---- Step 3 ---------------------------------------------------------------------------
-    # Step 3. The loop over the micro-tile's rows kept rolled ("smaller code"): acc[i][j] and
+    # Step 3. The micro-tile's row loop kept rolled: acc[i][j] and af[i] with a run-time i
+    # cannot live in registers and go to local memory (LDL/STL).
+    Mutant("the plain micro-tile's row loop not unrolled (acc indexed at run time: local memory)",
+           [("#pragma unroll\n"
+             "      for (int i = 0; i < kMicro; ++i)\n"
+             "#pragma unroll\n"
+             "        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);\n",
+             "#pragma unroll 1\n"
+             "      for (int i = 0; i < kMicro; ++i)\n"
+             "#pragma unroll\n"
+             "        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);\n")],
+           "[step3][mechanism]", "went to local memory"),
+    # Step 3. Whole k-tiles only: the loop stops before a partial last k-tile.
+    Mutant("the plain kernel's K tail left out (whole k-tiles only)",
+           [("  for (int p0 = 0; p0 < k; p0 += kBK) {\n    const float4 av = a_inside",
+             "  for (int p0 = 0; p0 + kBK <= k; p0 += kBK) {\n    const float4 av = a_inside")],
+           "[step3][correctness]", "the K tail"),
+    # Step 3. One barrier a tile: the next tile's stores overwrite what slower warps still read.
+    Mutant("no barrier after the plain kernel's compute (the next tiles overwrite these while read)",
+           [("    __syncthreads();  // the next tiles are stored only once every thread has read these\n", "")],
+           "[step3][mechanism]", "racecheck found hazards in sgemm_registers_kernel"),
+
+    # ---- Step 4 ---------------------------------------------------------------------------
+    # Step 4. Step 3's layout kept inside the warp-tiled kernel: threads 16 x 16 over the
+    # block tile, so a warp spans two rows of C across all 128 columns and loads 32 pieces of
+    # B at each k where a 64 x 32 warp tile loads 8. Right, conflict-free and 16 bytes wide:
+    # only the wavefronts per FFMA tell.
+    Mutant("step 3's 16 x 16 thread layout in the warp-tiled kernel (a warp spans a row of C)",
+           [("  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;\n",
+             "  const int tid = static_cast<int>(threadIdx.x);\n"),
+            ("  const int am = (warp / kWarpsN) * kWarpM + lane / 4 * 4;  // first of the thread's rows\n",
+             "  const int am = tid / 16 * 4;  // first of the thread's rows\n"),
+            ("  const int bn = (warp % kWarpsN) * kWarpN + lane % 4 * 4;  // first of its columns\n",
+             "  const int bn = tid % 16 * 4;  // first of its columns\n"),
+            ("&as[buf][p][am + 32]", "&as[buf][p][am + 64]"),
+            ("&bs[buf][p][bn + 16]", "&bs[buf][p][bn + 64]"),
+            ("    const int r = row0 + am + i / 4 * 32 + i % 4;\n", "    const int r = row0 + am + i / 4 * 64 + i % 4;\n"),
+            ("    store4(row, col0 + bn + 16, n, acc[i] + 4);\n", "    store4(row, col0 + bn + 64, n, acc[i] + 4);\n")],
+           "[step4][mechanism][profile]", "a warp whose lanes span a long row of C"),
+    # Step 4. The loop over the micro-tile's rows kept rolled ("smaller code"): acc[i][j] and
     # av[i] with a run-time i cannot live in registers and go to local memory (LDL/STL).
     Mutant("the micro-tile's row loop not unrolled (acc indexed at run time: local memory)",
            [("#pragma unroll\n"
@@ -102,8 +141,8 @@ MUTANTS = [
              "      for (int i = 0; i < kMicro; ++i)\n"
              "#pragma unroll\n"
              "        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);\n")],
-           "[step3][mechanism]", "went to local memory"),
-    # Step 3. Step 1's habit in the micro-tile: a thread's 8 rows 8 apart (lane / 4 + 8 i).
+           "[step4][mechanism]", "went to local memory"),
+    # Step 4. Step 1's habit in the micro-tile: a thread's 8 rows 8 apart (lane / 4 + 8 i).
     # Right, and conflict-free, but its fragment of A is 8 scattered words of the
     # transposed tile: 8 four-byte LDS per k where 2 LDS.128 would do.
     Mutant("a thread's rows 8 apart (A's fragment loaded 4 bytes at a time)",
@@ -115,16 +154,17 @@ MUTANTS = [
              "      for (int i = 0; i < kMicro; ++i) av[i] = as[buf][p][am + 8 * i];\n"),
             ("    const int r = row0 + am + i / 4 * 32 + i % 4;\n",
              "    const int r = row0 + am + 8 * i;\n")],
-           "[step3][mechanism]", "a thread's fragments of A and B are rows of 4 consecutive floats"),
-    # Step 3. Whole k-tiles only: the last k mod 8 terms are never added.
+           "[step4][mechanism]", "a thread's fragments of A and B stay rows of 4 consecutive floats"),
+    # Step 4. Whole k-tiles only: the last k mod 8 terms are never added.
     Mutant("the K tail left out (k / kBK tiles)",
            [("  const int tiles_k = ceil_div(k, kBK);\n  if (tiles_k > 0) {\n",
              "  const int tiles_k = k / kBK;\n  if (tiles_k > 0) {\n")],
-           "[step3][correctness]", "the K tail"),
-    # Step 3. Step 2's pad of one float on a tile read by float4: rows of 129 floats, so
-    # as[buf][p][am] is 16-byte aligned for even p only and the LDS.128 faults.
+           "[step4][correctness]", "the K tail"),
+    # Steps 3 and 4 (their shared pitch). Step 2's pad of one float on a tile read by float4:
+    # rows of 129 floats, so a fragment is 16-byte aligned for even k only and the LDS.128
+    # faults (step 3's kernel first).
     Mutant("the transposed A tile padded by one float (float4 reads misaligned)",
-           [("constexpr int kAPitch = kBlockM + 4;\n", "constexpr int kAPitch = kBlockM + 1;\n")],
+           [("constexpr int kTransposedPitch = T::kBlockM + 4;\n", "constexpr int kTransposedPitch = T::kBlockM + 1;\n")],
            "[step3][correctness]", "misaligned address"),
 
     # Step 3. Every thread fetches its row of A, inside the matrix or not: rows past m are
@@ -133,21 +173,21 @@ MUTANTS = [
            [("  const bool a_inside = row0 + a_row < m;\n", "  const bool a_inside = true;\n")],
            "[step3][correctness]", "read past the last element"),
 
-    # ---- Step 4 ---------------------------------------------------------------------------
-    # Step 4. wait_group 0: every committed group waited for, tile t + kStages - 2 too. The
+    # ---- Step 5 ---------------------------------------------------------------------------
+    # Step 5. wait_group 0: every committed group waited for, tile t + kStages - 2 too. The
     # results stay right; the SASS check of the wait's count sees DEPBAR.LE SB0, 0x0 where
     # the solution has 0x2.
     Mutant("cp.async.wait_group 0 (waits for the tiles ahead too: less overlap)",
            [("    cp_async_wait<kStages - 2>();  // this thread's pieces of tile t have landed...\n",
              "    cp_async_wait<0>();  // this thread's pieces of tile t have landed...\n")],
-           "[step4][mechanism]", "all wait for every group"),
-    # Step 4. "Each thread waited for its copies": no barrier after the wait. Threads read
+           "[step5][mechanism]", "all wait for every group"),
+    # Step 5. "Each thread waited for its copies": no barrier after the wait. Threads read
     # pieces other threads' copies are still writing (and refill a stage others read).
     Mutant("no block barrier after the wait (other threads' pieces read unwaited)",
            [("    __syncthreads();\n    if (t + kStages - 1 < tiles_k) issue(t + kStages - 1, fill);\n",
              "    if (t + kStages - 1 < tiles_k) issue(t + kStages - 1, fill);\n")],
-           "[step4][mechanism]", "racecheck found hazards in sgemm_pipelined_kernel"),
-    # Step 4. The wait after the barrier: at the barrier, each thread has waited for nothing
+           "[step5][mechanism]", "racecheck found hazards in sgemm_pipelined_kernel"),
+    # Step 5. The wait after the barrier: at the barrier, each thread has waited for nothing
     # yet; after it, for its own copies only.
     Mutant("the wait after the block barrier (other threads' copies not waited for)",
            [("    cp_async_wait<kStages - 2>();  // this thread's pieces of tile t have landed...\n",
@@ -155,15 +195,15 @@ MUTANTS = [
             ("    __syncthreads();\n    if (t + kStages - 1 < tiles_k) issue(t + kStages - 1, fill);\n",
              "    __syncthreads();\n    cp_async_wait<kStages - 2>();\n"
              "    if (t + kStages - 1 < tiles_k) issue(t + kStages - 1, fill);\n")],
-           "[step4][mechanism]", "racecheck found hazards in sgemm_pipelined_kernel"),
-    # Step 4. The zero fill's size forced to 16: a piece the row ends inside is copied whole,
+           "[step5][mechanism]", "racecheck found hazards in sgemm_pipelined_kernel"),
+    # Step 5. The zero fill's size forced to 16: a piece the row ends inside is copied whole,
     # reading A's pad columns (NaN in the checks) where k is not a multiple of 4. B's rows
     # past k are zero-filled, and NaN x 0 is NaN: every element of C. (The SASS check of
-    # [step4][mechanism] fails too: with src-size 0 or 16 only, nvcc 13.0 emits no .ZFILL.)
+    # [step5][mechanism] fails too: with src-size 0 or 16 only, nvcc 13.0 emits no .ZFILL.)
     Mutant("a piece the row ends inside copied whole (src-size 16, not 4 x floats left)",
            [("  return left <= 0 ? 0 : left >= 4 ? 16 : 4 * left;\n", "  return left <= 0 ? 0 : 16;\n")],
-           "[step4][correctness]", "a NaN got into the sum"),
-    # Step 4. Chapter 07's way: a float at a time. 4-byte cp.async exist only as .ca
+           "[step5][correctness]", "a NaN got into the sum"),
+    # Step 5. Chapter 07's way: a float at a time. 4-byte cp.async exist only as .ca
     # (LDGSTS.E, through L1), four times the copies, and no LDGSTS.E.BYPASS.128.
     Mutant("4-byte copies (cp.async.ca of one float, four per piece)",
            [('  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" ::"r"(\n'
@@ -177,62 +217,64 @@ MUTANTS = [
              '                 "l"(__cvta_generic_to_global(static_cast<const float*>(src) + j)),\n'
              '                 "r"(src_bytes > 4 * j ? 4 : 0)\n'
              '                 : "memory");\n')],
-           "[step4][mechanism]", "16 bytes at a time, bypassing L1"),
+           "[step5][mechanism]", "16 bytes at a time, bypassing L1"),
 
-    # ---- Step 5 ---------------------------------------------------------------------------
-    # Step 5. No wait on the empty barrier: thread 0 refills the stage of tile t - 1 while
+    # ---- Step 6 ---------------------------------------------------------------------------
+    # Step 6. No wait on the empty barrier: thread 0 refills the stage of tile t - 1 while
     # other warps may still read it. racecheck does not track TMA's writes; under it the
     # producer laps its slowed consumers on the racecheck target (67 x 71 x 1000: 32 k-tiles
     # of 32), a full barrier's phase is missed and the kernel times out (H200; at k = 200 it
-    # finished right, docs/09_sgemm.md, step 5).
+    # finished right, docs/09_sgemm.md, step 6).
     Mutant("no wait on the empty barrier before the refill (a stage overwritten while read)",
            [("      const unsigned prev_parity = stage == 0 ? parity ^ 1u : parity;\n"
              "      wait_phase(&empty[prev], prev_parity, false, prev);\n", "")],
-           "[step5][mechanism]", "racecheck found hazards in sgemm_tma_kernel"),
-    # Step 5. One stage: each tile is loaded, then computed, with no copy in flight during
+           "[step6][mechanism]", "racecheck found hazards in sgemm_tma_kernel"),
+    # Step 6. One stage: each tile is loaded, then computed, with no copy in flight during
     # the math. Right results and every barrier in place, and 0.86 of cuBLAS on the H200,
     # above correct two-stage tiles: the kernel's shared memory against its boxes sees it.
     Mutant("one stage (each tile's boxes awaited before its math, none in flight during it)",
-           [("constexpr int kStages = 4;\nconstexpr int kFewStages = 2;\n", "constexpr int kStages = 1;\nconstexpr int kFewStages = 1;\n")],
-           "[step5][mechanism]", "Give the pipeline two or more stages"),
-    # Step 5. The byte count in the wrong unit: kStageBytes is already bytes. The phase
+           [("using TmaTiles      = Tiles<128, 256, 256,  64, 64,  8, 16, 32,  4,      1>;",
+             "using TmaTiles      = Tiles<128, 256, 256,  64, 64,  8, 16, 32,  1,      1>;"),
+            ("constexpr int kFewStages = 2;\n", "constexpr int kFewStages = 1;\n")],
+           "[step6][mechanism]", "Give the pipeline two or more stages"),
+    # Step 6. The byte count in the wrong unit: kStageBytes is already bytes. The phase
     # waits for 4 x the bytes the two boxes deliver and never completes; the bounded wait
     # gives up after 4 s with its message and traps (a sticky error: the case runs alone).
     Mutant("expect-tx of 4 x the stage's bytes (the full phase never completes: the wait gives up)",
            [("    mbarrier_arrive_expect_tx(&full[s], kStageBytes);\n",
              "    mbarrier_arrive_expect_tx(&full[s], kStageBytes * 4u);  // 4 bytes a float\n")],
-           "[step5][correctness]", "the full barrier of stage 0 did not complete in 4 s"),
-    # Step 5, the watchdog's case: the same byte count with a wait loop of one's own, with
+           "[step6][correctness]", "the full barrier of stage 0 did not complete in 4 s"),
+    # Step 6, the watchdog's case: the same byte count with a wait loop of one's own, with
     # no bound. The kernel never ends; the supervisor kills the case at the case timeout
-    # (60 s, --case-timeout) and names step 5, and steps 1-4 still report.
+    # (60 s, --case-timeout) and names step 6, and steps 1-5 still report.
     Mutant("a wait loop of one's own on a phase that never completes (hang)",
            [("    mbarrier_arrive_expect_tx(&full[s], kStageBytes);\n",
              "    mbarrier_arrive_expect_tx(&full[s], kStageBytes * 4u);  // 4 bytes a float\n"),
             ("    wait_phase(&full[stage], parity, true, stage);\n",
              "    while (!mbarrier_try_wait(&full[stage], parity)) {\n    }\n")],
-           "[step5]", "the kernel of step 5 never finished", whole=True),
-    # Step 5. B's box given as (columns, rows), not (rows, columns): a valid map of 128 rows
+           "[step6]", "the kernel of step 6 never finished", whole=True),
+    # Step 6. B's box given as (columns, rows), not (rows, columns): a valid map of 128 rows
     # of k by 32 columns, the same bytes (so the phase completes), laid out where the
     # kernel expects 32 rows of 128.
     Mutant("B's box dimensions swapped (128 rows x 32 columns)",
-           [("    map_b = tensor_map(b.data, k, n, b.ld, tma::kBK, tma::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);\n",
-             "    map_b = tensor_map(b.data, k, n, b.ld, tma::kBlockN, tma::kBK, CU_TENSOR_MAP_SWIZZLE_NONE);\n")],
-           "[step5][correctness]", "wrong everywhere"),
-    # Step 5. A's box swapped: 128 floats (512 bytes) a box row, past the 128-byte swizzle's
+           [("    map_b = tensor_map(b.data, k, n, b.ld, TmaTiles::kBK, TmaTiles::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);\n",
+             "    map_b = tensor_map(b.data, k, n, b.ld, TmaTiles::kBlockN, TmaTiles::kBK, CU_TENSOR_MAP_SWIZZLE_NONE);\n")],
+           "[step6][correctness]", "wrong everywhere"),
+    # Step 6. A's box swapped: 128 floats (512 bytes) a box row, past the 128-byte swizzle's
     # span, which the driver refuses (the wrapper throws with the CUresult).
     Mutant("A's box dimensions swapped (box rows of 512 bytes under the 128-byte swizzle)",
-           [("    map_a = tensor_map(a.data, m, k, a.ld, kBlockM, tma::kBK, CU_TENSOR_MAP_SWIZZLE_128B);\n",
-             "    map_a = tensor_map(a.data, m, k, a.ld, tma::kBK, kBlockM, CU_TENSOR_MAP_SWIZZLE_128B);\n")],
-           "[step5][correctness]", "cuTensorMapEncodeTiled refused"),
-    # Step 5. The TMA unit swizzled A's rows; the reads do not undo it: piece j of row r
+           [("    map_a = tensor_map(a.data, m, k, a.ld, TmaTiles::kBlockM, TmaTiles::kBK, CU_TENSOR_MAP_SWIZZLE_128B);\n",
+             "    map_a = tensor_map(a.data, m, k, a.ld, TmaTiles::kBK, TmaTiles::kBlockM, CU_TENSOR_MAP_SWIZZLE_128B);\n")],
+           "[step6][correctness]", "cuTensorMapEncodeTiled refused"),
+    # Step 6. The TMA unit swizzled A's rows; the reads do not undo it: piece j of row r
     # is read from piece j, where j ^ (r % 8) lies. Only rows with r % 8 == 0 come out right.
     Mutant("the 128-byte swizzle not undone when reading A",
            [("  const int swizzle = am % 8;\n", "  const int swizzle = 0;\n")],
-           "[step5][correctness]", "wrong everywhere"),
-    # Step 5. The give-up message printed with arguments: printf passes them through a
+           "[step6][correctness]", "wrong everywhere"),
+    # Step 6. The give-up message printed with arguments: printf passes them through a
     # buffer in local memory, STL in the kernel's SASS.
     Mutant("the wait's give-up message printed with arguments (a local-memory buffer)",
-           [('  static_assert(tma::kStages <= 4, "one message per stage below");\n'
+           [('  static_assert(TmaTiles::kStages <= 4, "one message per stage below");\n'
              "  switch (stage) {\n"
              '    case 0: full ? CH09_GAVE_UP("full", 0) : CH09_GAVE_UP("empty", 0); break;\n'
              '    case 1: full ? CH09_GAVE_UP("full", 1) : CH09_GAVE_UP("empty", 1); break;\n'
@@ -241,7 +283,13 @@ MUTANTS = [
              "  }\n",
              '  printf("sgemm_tma_kernel: the %s barrier of stage %d did not complete in 4 s\\n", full ? "full" : "empty",\n'
              "         stage);\n")],
-           "[step5][mechanism]", "went to local memory"),
+           "[step6][mechanism]", "went to local memory"),
+    # Step 6. No proxy fence after the barrier inits: right on these GPUs, outside the PTX
+    # memory model; only the PTX check sees it.
+    Mutant("no proxy fence after the mbarrier inits of step 6",
+           [("      mbarrier_init(&empty[s], kConsumers);\n    }\n    fence_proxy_async_shared();\n",
+             "      mbarrier_init(&empty[s], kConsumers);\n    }\n")],
+           "[step6][mechanism]", "is not followed by fence.proxy.async or fence.mbarrier_init"),
     # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
     Mutant("sgemm_tiled on the legacy stream",
            [("  sgemm_tiled_kernel<<<tile_blocks(m, n, kTile, kTile), dim3(kTile, kTileRows), 0, stream>>>(",
@@ -250,5 +298,5 @@ MUTANTS = [
     Mutant("sgemm_tma on the per-thread default stream",
            [("                             stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);",
              "                             cudaStreamPerThread>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);\n  (void)stream;")],
-           "[step5][mechanism]", "ran on another stream than the one it was given"),
+           "[step6][mechanism]", "ran on another stream than the one it was given"),
 ]

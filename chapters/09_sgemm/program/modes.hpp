@@ -34,6 +34,12 @@ inline constexpr std::uint64_t kCopyBytes = 512ull << 20;
 // SM each), and iterations (about 10 ms on an H100).
 inline constexpr int kFmaBlocksPerSm = 32;
 inline constexpr int kFmaIterations = 2048;
+// The L2 and shared-memory lines: 8 blocks of reads per SM; the L2's buffer a quarter of
+// the L2 (it stays there between passes), read 64 times; the shared reads 4096 x 16 loads
+// a thread.
+inline constexpr int kReadBlocksPerSm = 8;
+inline constexpr int kL2Passes = 64;
+inline constexpr int kSharedIterations = 4096;
 // What cuBLAS keeps beside the matrices: its workspace (provided.cu) and some room.
 inline constexpr std::uint64_t kCublasBytes = 64ull << 20;
 
@@ -59,7 +65,7 @@ struct Timed {
 };
 
 // Every function that computes `shape` (the Gram step for a Gram shape; the naive kernel
-// and steps 1, 3, 4, 5 for a product) and cuBLAS: cuBLAS checked against the CPU on a
+// and steps 1, 3, 4, 5, 6 for a product) and cuBLAS: cuBLAS checked against the CPU on a
 // sample, each function's result against cuBLAS's (every element, the error bound of
 // harness.hpp), then the right ones timed interleaved with cuBLAS. A wrong result is
 // printed and not timed; `ok` turns false. Rows in the variants' order, cuBLAS last.
