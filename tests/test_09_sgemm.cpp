@@ -259,7 +259,7 @@ const std::vector<Shape>& end_shapes(bool gram) {
 // `v` on end_shapes() with A (and B) copied to memory that ends at an unmapped range: no
 // fault, and C as the CPU computes it (the harness's comparison). The first fault fails the
 // case (the process's context is lost with it) with the shape, the CUDA error and `advice`.
-void check_reads_stop_at_end(const Variant& v, const char* advice) {
+void check_gemm_reads_stop_at_end(const Variant& v, const char* advice) {
   cml::test::device();
   if (const std::string why = cml::end_guard_unavailable(); !why.empty()) CML_SKIP(why);
   for (const Shape& shape : end_shapes(v.is_gram())) {
@@ -406,7 +406,7 @@ TEST_CASE("profile target: one learner function once", "[.target]") {
     check_shapes(v, v.is_gram() ? ch09::gram_shapes() : ch09::gemm_shapes());                                 \
   }                                                                                                           \
   TEST_CASE(STEP ": " FN " reads nothing past the last element of " OPERANDS, "[ch09]" TAG "[correctness]") { \
-    check_reads_stop_at_end(variant(FN), past_end);                                                           \
+    check_gemm_reads_stop_at_end(variant(FN), past_end);                                                      \
   }                                                                                                           \
   TEST_CASE(STEP ": " FN " refuses mismatched shapes and leading dimensions", "[ch09]" TAG "[correctness]") { \
     check_refuses_bad_shapes(variant(FN));                                                                    \
