@@ -9,37 +9,7 @@
 //
 //   ./lab check 09                        against your exercise.cu
 //   meson test -C build "ch09 solution"   against the solution
-#include "harness.hpp"
-#include "sgemm.cuh"
-#include "api_calls.hpp"
-#include "cuda_fault.hpp"
-#include "enqueue_only.hpp"
-#include "gpu.hpp"
-#include "integrity.hpp"
-#include "kernel_sass.hpp"
-#include "ncu_evidence.hpp"
-#include "sanitizer_target.hpp"
-#include "speed_bar.hpp"
-#include "stream_race.hpp"
-#include "target_case.hpp"
 
-#include "cml/buffers.hpp"
-#include "cml/end_guard.hpp"
-#include "cml/errors.hpp"
-#include "cml/ncu.hpp"
-#include "cml/sass.hpp"
-#include "cml/stream.hpp"
-#include "cml/timing.hpp"
-
-#include <cmath>
-#include <cstddef>
-#include <cstdio>
-#include <map>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <utility>
-#include <vector>
 #include "test_09_sgemm.hpp"
 
 CML_INTEGRITY_CASE(09, "09_sgemm")
