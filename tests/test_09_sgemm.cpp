@@ -25,13 +25,16 @@ constexpr double kTiledOfCublas = 0.17;
 // Step 2: above the unpadded transposed tile (0.12 on the H200: a column in one bank), below
 // the conflict-free one (0.34).
 constexpr double kGramOfCublas = 0.23;
-// Step 3: above one result per thread (step 1's tile, 0.33), below plain register blocking.
-// MEASURE: both sides of steps 3 and 4's bars are to be measured (issue 37), five runs each.
-constexpr double kRegistersOfCublas = 0.45;
-// Step 4: warp tiles over step 3's plain thread layout, and of cuBLAS, below the warp-tiled
-// solution (0.78 on the H200).
-constexpr double kWarpTiledOverRegisters = 1.05;
-constexpr double kWarpTiledOfCublas = 0.6;
+// Step 3: above one result per thread (step 1's tile, 0.33), below plain register blocking
+// (the 16 x 16 layout of 8 x 8 micro-tiles, 0.71 on the H100).
+constexpr double kRegistersOfCublas = 0.5;
+// Step 4 over the learner's own step 3, where that step 3 loads many shared words per FFMA:
+// a warp tile that conflicts gains nothing (1.0), the warp tile 1.07 on the H100. Where
+// step 3 already loads few, the gain is in it, and step 4 must only keep it (kKeepsGain).
+constexpr double kWarpTiledOverRegisters = 1.035;
+constexpr double kKeepsGain = 0.98;
+// Step 4 of cuBLAS: above the plain layout (0.71 on the H100), below the warp tile (0.76).
+constexpr double kWarpTiledOfCublas = 0.73;
 // Step 5: below the pipeline (0.81 on the H200); a wait for every group runs as fast and is
 // caught by the SASS.
 constexpr double kPipelinedOfCublas = 0.7;
@@ -232,27 +235,37 @@ TEST_CASE("step 3: sgemm_registers reaches kRegistersOfCublas of cuBLAS", "[ch09
               "thread from fragments held in registers");
 }
 
-// Shared-load wavefronts per warp FFMA, from ncu: at most `bar`. Measured (H200, 4096^3): step
-// 1's tile 0.75, the warp-tiled solution 0.19, step 6's solution and cuBLAS 0.16
-// (docs/09_sgemm.md, steps 3 and 4).
+// Shared-load wavefronts per warp FFMA of `v`'s kernel, from ncu: one value, or none and why
+// (for CML_REQUIRE_NCU).
+std::vector<double> wavefronts_per_ffma(const Variant& v, std::string& why) {
+  const auto measured = profiled(v, why);
+  if (measured.empty()) return {};
+  const double ffma = value(measured.front(), kThreadFfma) / 32.0;
+  if (ffma <= 0) {
+    why = std::string(v.kernel) + " ran no FFMA under ncu";
+    return {};
+  }
+  return {value(measured.front(), kSharedWavefronts) / ffma};
+}
+
+// At most `bar` shared-load wavefronts per warp FFMA. Measured (H100, 4096^3): step 1's tile
+// 0.75, the plain 16 x 16 layout of 8 x 8 micro-tiles 0.31, the warp tile 0.19, as is a 16 x 16
+// layout whose two fragments lie 64 apart (docs/09_sgemm.md, steps 3 and 4).
 void check_wavefronts_per_ffma(const Variant& v, double bar, const char* advice) {
   cml::test::device();
   std::string why;
-  const auto measured = profiled(v, why);
+  const auto measured = wavefronts_per_ffma(v, why);
   CML_REQUIRE_NCU(measured, why);
-  const auto& k = measured.front();
-  const double wavefronts = value(k, kSharedWavefronts), ffma = value(k, kThreadFfma) / 32.0;
-  INFO(v.kernel << ": ncu counts " << wavefronts << " shared-load wavefronts for " << ffma << " warp FFMA, "
-                << (ffma > 0 ? wavefronts / ffma : 0.0) << " a FFMA; want at most " << bar << ": " << advice << " ("
-                << step_text(v.step) << "; ./lab hint 09)");
-  CHECK(ffma > 0);
-  CHECK(wavefronts <= bar * ffma);
+  const double per_ffma = measured.front();
+  INFO(v.kernel << ": " << per_ffma << " shared-load wavefronts a warp FFMA; want at most " << bar << ": " << advice
+                << " (" << step_text(v.step) << "; ./lab hint 09)");
+  CHECK(per_ffma <= bar);
 }
 
-// Step 3: well under step 1's tile (0.75), above a plain 16 x 16 thread layout. MEASURE.
-constexpr double kRegistersWavefrontsPerFfma = 0.4;
-// Step 4: under step 3's plain layout, above the warp-tiled solution (0.19). MEASURE.
-constexpr double kWarpTiledWavefrontsPerFfma = 0.23;
+// Step 3: under step 1's tile (0.75), above the plain layout (0.31).
+constexpr double kRegistersWavefrontsPerFfma = 0.5;
+// Step 4: under the plain layout (0.31), above the warp tile (0.19).
+constexpr double kWarpTiledWavefrontsPerFfma = 0.25;
 
 TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its micro-tile (ncu: wavefronts per FFMA)",
           "[ch09][step3][mechanism][profile]") {
@@ -299,9 +312,23 @@ TEST_CASE("step 4: sgemm_warp_tiled_kernel has no shared-memory race (racecheck)
                                  "has written it"));
 }
 
-TEST_CASE("step 4: sgemm_warp_tiled is faster than step 3's sgemm_registers", "[ch09][step4][perf]") {
-  check_gain(variant("sgemm_warp_tiled"), variant("sgemm_registers"), kWarpTiledOverRegisters,
-             "the warp tile must pay for itself: fewer wavefronts per FFMA than step 3's layout");
+TEST_CASE("step 4: sgemm_warp_tiled is faster than step 3's sgemm_registers, or as fast where step 3 had its layout",
+          "[ch09][step4][perf][profile]") {
+  cml::test::device();
+  // The gain is the layout's: required over a step 3 whose warps load many shared words per
+  // FFMA, within the noise over one that already loads few (docs/09_sgemm.md, step 4).
+  std::string why;
+  const auto measured = wavefronts_per_ffma(variant("sgemm_registers"), why);
+  CML_REQUIRE_NCU(measured, why);
+  const double step3 = measured.front();
+  INFO("step 3's sgemm_registers_kernel: " << step3 << " shared-load wavefronts a warp FFMA (ncu)");
+  if (step3 > kWarpTiledWavefrontsPerFfma)
+    check_gain(variant("sgemm_warp_tiled"), variant("sgemm_registers"), kWarpTiledOverRegisters,
+               "the warp tile must pay for itself: fewer wavefronts per FFMA than step 3's layout");
+  else
+    check_gain(variant("sgemm_warp_tiled"), variant("sgemm_registers"), kKeepsGain,
+               "your step 3 already loads few shared words per FFMA, so step 4 has its gain to keep, not to add: "
+               "the warp tile must not be slower than it");
 }
 
 TEST_CASE("step 4: sgemm_warp_tiled reaches kWarpTiledOfCublas of cuBLAS", "[ch09][step4][perf]") {

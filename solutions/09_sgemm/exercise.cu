@@ -77,7 +77,7 @@ struct Tiles {
 };
 //                    block      threads  warp    thread  k   stages  blocks/SM
 using RegisterTiles = Tiles<128, 128, 256, 0, 0, 8, 8, 8, 1, 2>;  // step 3
-using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 2, 2>;    // step 4
+using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 1, 2>;    // step 4
 using PipeTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 16, 4, 2>;   // step 5
 using TmaTiles = Tiles<128, 256, 256, 64, 64, 8, 16, 32, 4, 1>;   // step 6 (2 stages where 4 do not fit)
 
@@ -462,19 +462,18 @@ void gram_tiled(ConstView a, View c, cudaStream_t stream) {
 }
 
 // ---- Step 3 -----------------------------------------------------------------------------
-// Register blocking alone. The 256 threads stand 16 x 16 over the 128 x 128 tile: thread
-// (ty, tx) computes rows 4 ty .. 4 ty + 3 and 64 + 4 ty .., columns 4 tx .. 4 tx + 3 and
-// 64 + 4 tx .. — at one k, two 16-byte pieces of A (a column of its tile, stored as a row)
-// and two of B, 4 LDS.128 for 64 FFMA. A warp is two rows of 16 threads: it reads 2 pieces of
-// A (each shared by 16 lanes) and 32 of B, all in different bank groups. One buffer: load,
-// barrier, compute, barrier; the tiles in row order.
+// Register blocking alone, laid out the plain way. The 256 threads stand 16 x 16 over the
+// 128 x 128 tile: thread (ty, tx) computes rows 8 ty .. 8 ty + 7 and columns 8 tx .. 8 tx + 7.
+// At one k it loads two 16-byte pieces of A (a column of its tile, stored as a row) and two
+// of B, 4 LDS.128 for 64 FFMA. A warp is two rows of 16 threads, so each B load touches 16
+// pieces 32 bytes apart: twice the wavefronts of 16 adjacent pieces (step 4 fixes that).
+// One buffer: load, barrier, compute, barrier; the tiles in row order.
 __global__ void __launch_bounds__(RegisterTiles::kThreads, RegisterTiles::kBlocksPerSm)
     sgemm_registers_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                            float* __restrict__ c, int ldc, int m, int n, int k) {
   using T = RegisterTiles;
   constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kBK = T::kBK, kMicro = T::kMicroM;
   constexpr int kAPitch = kTransposedPitch<T>;
-  constexpr int kHalf = kBlockM / 2;  // the second piece of each fragment, 64 rows or columns on
   __shared__ __align__(16) float as[kBK][kAPitch];
   __shared__ __align__(16) float bs[kBK][kBlockN];
   const int tiles_n = ceil_div(n, kBlockN);
@@ -504,10 +503,10 @@ __global__ void __launch_bounds__(RegisterTiles::kThreads, RegisterTiles::kBlock
 #pragma unroll
     for (int q = 0; q < kBK; ++q) {
       float af[kMicro], bf[kMicro];
-      unpack(*reinterpret_cast<const float4*>(&as[q][4 * ty]), af);
-      unpack(*reinterpret_cast<const float4*>(&as[q][kHalf + 4 * ty]), af + 4);
-      unpack(*reinterpret_cast<const float4*>(&bs[q][4 * tx]), bf);
-      unpack(*reinterpret_cast<const float4*>(&bs[q][kHalf + 4 * tx]), bf + 4);
+      unpack(*reinterpret_cast<const float4*>(&as[q][kMicro * ty]), af);
+      unpack(*reinterpret_cast<const float4*>(&as[q][kMicro * ty + 4]), af + 4);
+      unpack(*reinterpret_cast<const float4*>(&bs[q][kMicro * tx]), bf);
+      unpack(*reinterpret_cast<const float4*>(&bs[q][kMicro * tx + 4]), bf + 4);
 #pragma unroll
       for (int i = 0; i < kMicro; ++i)
 #pragma unroll
@@ -518,11 +517,11 @@ __global__ void __launch_bounds__(RegisterTiles::kThreads, RegisterTiles::kBlock
 
 #pragma unroll
   for (int i = 0; i < kMicro; ++i) {
-    const int r = row0 + i / 4 * kHalf + 4 * ty + i % 4;
+    const int r = row0 + kMicro * ty + i;
     if (r >= m) continue;
     float* row = c + static_cast<std::size_t>(r) * ldc;
-    store4(row, col0 + 4 * tx, n, acc[i]);
-    store4(row, col0 + kHalf + 4 * tx, n, acc[i] + 4);
+    store4(row, col0 + kMicro * tx, n, acc[i]);
+    store4(row, col0 + kMicro * tx + 4, n, acc[i] + 4);
   }
 }
 
@@ -536,25 +535,26 @@ void sgemm_registers(ConstView a, ConstView b, View c, cudaStream_t stream) {
 }
 
 // ---- Step 4 -----------------------------------------------------------------------------
-// Warp tiles. A thread's micro-tile is 2 x 2 blocks of 4 x 4: rows r, r + 32 (r = 4 lane_row within the
-// warp's 64) and columns c, c + 16 (c = 4 lane_col within its 32). At one k a warp then
-// loads 8 different 16-byte pieces of A (128 consecutive bytes) and 4 of B (64 bytes), each
-// shared by 4 lanes: no bank conflict, 4 LDS.128 for 64 FFMA.
+// Step 3 with the lanes placed per warp. The 8 warps stand 2 x 4 over the block's tile, each
+// owning 64 x 32 of C; a lane's micro-tile is 2 x 2 blocks of 4 x 4: rows r, r + 32 (r = 4
+// (lane / 4) within the warp's 64) and columns c, c + 16 (c = 4 (lane % 4) within its 32). At
+// one k a warp's A load touches 8 adjacent pieces (128 bytes) and its B load 4 (64 bytes),
+// each shared by 4 lanes: no conflict, fewer wavefronts per FFMA. Everything else is step 3's.
 __global__ void __launch_bounds__(WarpTiles::kThreads, WarpTiles::kBlocksPerSm)
     sgemm_warp_tiled_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                             float* __restrict__ c, int ldc, int m, int n, int k) {
   using T = WarpTiles;
-  constexpr int kBlockN = T::kBlockN, kBK = T::kBK, kMicro = T::kMicroM, kWarpM = T::kWarpM, kWarpN = T::kWarpN,
-                kWarpsN = T::kWarpsN;
+  constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kBK = T::kBK, kMicro = T::kMicroM, kWarpM = T::kWarpM,
+                kWarpN = T::kWarpN, kWarpsN = T::kWarpsN;
   constexpr int kAPitch = kTransposedPitch<T>;
-  __shared__ __align__(16) float as[2][kBK][kAPitch];
-  __shared__ __align__(16) float bs[2][kBK][kBlockN];
-  const TileOrigin tile = grouped_tile<T>(m, n);
-  const int row0 = tile.row0, col0 = tile.col0;
+  __shared__ __align__(16) float as[kBK][kAPitch];
+  __shared__ __align__(16) float bs[kBK][kBlockN];
+  const int tiles_n = ceil_div(n, kBlockN);
+  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kBlockM,
+            col0 = static_cast<int>(blockIdx.x) % tiles_n * kBlockN;
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
 
-  // The pieces this thread copies: A row a_row, k-columns a_col..+3; B row b_row, columns
-  // b_col..+3 (a warp reads 512 contiguous bytes of a row of B).
+  // The pieces this thread copies, as in step 3.
   const int a_row = tid / 2, a_col = tid % 2 * 4;
   const int b_row = tid / 32, b_col = tid % 32 * 4;
   const bool a_inside = row0 + a_row < m;
@@ -564,49 +564,32 @@ __global__ void __launch_bounds__(WarpTiles::kThreads, WarpTiles::kBlocksPerSm)
   const int bn = (warp % kWarpsN) * kWarpN + lane % 4 * 4;  // first of its columns
 
   float acc[kMicro][kMicro] = {};
-  float4 a_next = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b_next = a_next;
-  const auto fetch = [&](int t) {  // global -> registers
-    const int p0 = t * kBK;
-    a_next = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const int p = p0 + b_row;
-    b_next =
-        p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  };
-  const auto stash = [&](int buf) {  // registers -> shared, A transposed
-    as[buf][a_col + 0][a_row] = a_next.x;
-    as[buf][a_col + 1][a_row] = a_next.y;
-    as[buf][a_col + 2][a_row] = a_next.z;
-    as[buf][a_col + 3][a_row] = a_next.w;
-    *reinterpret_cast<float4*>(&bs[buf][b_row][b_col]) = b_next;
-  };
-
   const int tiles_k = ceil_div(k, kBK);
-  if (tiles_k > 0) {
-    fetch(0);
-    stash(0);
-  }
-  __syncthreads();
-  // Two buffers: while the block computes on one, the next tile's loads are in flight in
-  // registers (issued before the compute, stored after it), so their latency hides behind
-  // 512 FFMA per thread, and one barrier per tile suffices: the buffer stored at tile t was
-  // last read at tile t - 1, before the barrier that ended it.
   for (int t = 0; t < tiles_k; ++t) {
-    const int buf = t & 1;
-    if (t + 1 < tiles_k) fetch(t + 1);
+    const int p0 = t * kBK;
+    const float4 a_next = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const int p = p0 + b_row;
+    const float4 b_next =
+        p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    as[a_col + 0][a_row] = a_next.x;  // transposed, as in step 3
+    as[a_col + 1][a_row] = a_next.y;
+    as[a_col + 2][a_row] = a_next.z;
+    as[a_col + 3][a_row] = a_next.w;
+    *reinterpret_cast<float4*>(&bs[b_row][b_col]) = b_next;
+    __syncthreads();  // the tiles are whole before anyone reads them
 #pragma unroll
-    for (int p = 0; p < kBK; ++p) {
+    for (int q = 0; q < kBK; ++q) {
       float av[kMicro], bv[kMicro];
-      unpack(*reinterpret_cast<const float4*>(&as[buf][p][am]), av);
-      unpack(*reinterpret_cast<const float4*>(&as[buf][p][am + 32]), av + 4);
-      unpack(*reinterpret_cast<const float4*>(&bs[buf][p][bn]), bv);
-      unpack(*reinterpret_cast<const float4*>(&bs[buf][p][bn + 16]), bv + 4);
+      unpack(*reinterpret_cast<const float4*>(&as[q][am]), av);
+      unpack(*reinterpret_cast<const float4*>(&as[q][am + 32]), av + 4);
+      unpack(*reinterpret_cast<const float4*>(&bs[q][bn]), bv);
+      unpack(*reinterpret_cast<const float4*>(&bs[q][bn + 16]), bv + 4);
 #pragma unroll
       for (int i = 0; i < kMicro; ++i)
 #pragma unroll
         for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
     }
-    if (t + 1 < tiles_k) stash(buf ^ 1);
-    __syncthreads();
+    __syncthreads();  // no warp still reads these tiles when the next are stored
   }
 
 #pragma unroll
