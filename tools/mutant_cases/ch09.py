@@ -121,6 +121,8 @@ MUTANTS = [
     Mutant("step 3's 16 x 16 thread layout in the warp-tiled kernel (a warp spans a row of C)",
            [("  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;\n",
              "  const int tid = static_cast<int>(threadIdx.x);\n"),
+            ("kMicro = T::kMicroM, kWarpM = T::kWarpM,\n                kWarpN = T::kWarpN, kWarpsN = T::kWarpsN;\n",
+             "kMicro = T::kMicroM;\n"),
             ("  const int am = (warp / kWarpsN) * kWarpM + lane / 4 * 4;  // first of the thread's rows\n",
              "  const int am = tid / 16 * 8;  // first of the thread's rows\n"),
             ("  const int bn = (warp % kWarpsN) * kWarpN + lane % 4 * 4;  // first of its columns\n",
