@@ -14,6 +14,7 @@ from .core import EXIT_OK, EXIT_USAGE, LabError
 from .diff import cmd_diff
 from .doctor import cmd_doctor
 from .hints import cmd_hint
+from .profile import cmd_profile
 from .reset import cmd_reset
 from .run import cmd_run, split_passthrough
 from .selftest import SANITIZER_TOOLS, cmd_test
@@ -94,6 +95,15 @@ def build_parsers() -> dict:
     p.add_argument("--step", type=int, metavar="K", help="only the functions of step K (those the step table of the chapter's README lists)")
     p.add_argument("--yes", action="store_true", help="do not ask")
     ps["diff"] = p
+    p = _chapter_parser("./lab profile", "Your kernels and the solution's, on the same input, under Nsight "
+                        "Compute: the counters chapter NN teaches side by side, and what each difference "
+                        "means. Each run is saved under .lab/profile/NN/ (JSON and CSV). Exit 0 profiled, "
+                        "1 your kernel failed or does not compile, 77 no GPU, no ncu or no counter permission.")
+    p.add_argument("--step", type=int, metavar="K", help="only step K (default: every step the chapter profiles)")
+    p.add_argument("--solution", action="store_true", help="profile the solution alone (its counters, no comparison)")
+    p.add_argument("--compare", metavar="PREVIOUS",
+                   help="also compare your counters with a saved run: a .json under .lab/profile/NN/, or last")
+    ps["profile"] = p
     ps["reset"] = _chapter_parser("./lab reset", "Restore the starter exercise.cu from git; your file "
                                   "is first copied to .lab/backups/.")
     ps["doctor"] = Parser(prog="./lab doctor", description="Toolkit, driver, GPU facts, ncu counter "
@@ -145,7 +155,7 @@ def cmd_help(args) -> int:
 
 
 COMMANDS = {"list": cmd_table, "run": cmd_run, "check": cmd_check, "watch": cmd_watch, "next": cmd_next,
-            "hint": cmd_hint, "diff": cmd_diff, "reset": cmd_reset, "doctor": cmd_doctor, "bench": cmd_bench,
+            "hint": cmd_hint, "profile": cmd_profile, "diff": cmd_diff, "reset": cmd_reset, "doctor": cmd_doctor, "bench": cmd_bench,
             "test": cmd_test, "setup": cmd_setup, "help": cmd_help}
 PASSTHROUGH = {"run", "bench"}
 

@@ -20,7 +20,7 @@ from .chapters import Chapter
 
 REQUIRED = ("README.md", "hints.md", "meson.build", "plot.py", "main.cu", "exercise.cu", "provided.cu",
             "harness.hpp")
-OPTIONAL = ("harness.cu", "device.cuh")
+OPTIONAL = ("harness.cu", "device.cuh", "profile.json")
 PROGRAM_FOLDER = "program"
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".hpp")
 

@@ -1,0 +1,197 @@
+"""./lab profile NN: your kernels and the solution's, on the same input, under Nsight Compute;
+the counters the chapter teaches side by side, and what a difference means.
+
+The kernels run in the chapter's test programs (test_chNN_learner, test_chNN_solution), in
+their hidden [.target] case with CML_TARGET naming what to launch: the same launches the
+tests' ncu checks profile. What to read is chapters/NN_topic/profile.json (labkit/
+profile_rules.py). Each run is kept under .lab/profile/NN/ as JSON and CSV, so two attempts
+can be compared (--compare).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+from .build import build_targets, target_output
+from .chapters import Chapter, chapter_of, require_exercise
+from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, EXIT_USAGE, ROOT, LabError
+from .doctor import counter_permission
+from .processes import find_cuda_tool, last_lines, run_quiet
+from .profile_rules import (DURATION, Spec, SpecError, compare, compare_runs, duration_row, launch_of,
+                            parse_ncu_csv, parse_spec, table_lines)
+from .state import state_dir
+from .terminal import display_path, paint, progress, say
+from .toolchain import setup
+
+PROFILE_TIMEOUT_S = 180          # one kernel under ncu: seconds, unless it never ends
+SPEC_NAME = "profile.json"
+
+
+def chapters_with_profiles(root: Path = ROOT) -> list:
+    """The chapter numbers that have a profile spec."""
+    return sorted(p.parent.name.split("_")[0] for p in (root / "chapters").glob(f"*/{SPEC_NAME}"))
+
+
+def load_spec(ch: Chapter, root: Path = ROOT) -> Spec:
+    path = ch.folder / SPEC_NAME
+    if not path.exists():
+        have = ", ".join(chapters_with_profiles(root)) or "none yet"
+        raise LabError(f"chapter {ch.num} has no profile yet (chapters with one: {have}); "
+                       f"./lab check {ch.num} runs its tests", EXIT_SKIP)
+    try:
+        return parse_spec(path.read_text(encoding="utf-8"), display_path(path))
+    except SpecError as e:
+        raise LabError(str(e), EXIT_FAIL)
+
+
+def gpu_name() -> Optional[str]:
+    """The first GPU nvidia-smi lists, or None where there is none (or no driver), or where
+    CUDA_VISIBLE_DEVICES hides every GPU from CUDA programs ("" or -1...)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and (visible.strip() == "" or visible.strip().startswith("-1")):
+        return None
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    rc, out = run_quiet([smi, "--query-gpu=name", "--format=csv,noheader"], timeout=60)
+    names = [l.strip() for l in out.splitlines() if l.strip()]
+    return names[0] if rc == 0 and names else None
+
+
+def require_profiler() -> str:
+    """ncu's path, or exit 77 with the one-line fix (a machine that cannot profile)."""
+    ncu = find_cuda_tool("ncu")
+    if not ncu:
+        raise LabError("ncu (Nsight Compute) is not installed here: ./lab doctor says how to get it", EXIT_SKIP)
+    ok, text = counter_permission()
+    if ok is False:
+        raise LabError(f"ncu may not read this GPU's counters: {text}", EXIT_SKIP)
+    return ncu
+
+
+def profile_launch(ncu: str, exe: Path, target: str, kernel: str, metrics: list, env: dict, cwd: Path,
+                   whose: str) -> dict:
+    """The metrics of the first launch of `kernel` in `exe`'s [.target] case under ncu."""
+    with tempfile.TemporaryDirectory(prefix="cml-profile-") as tmp:
+        log = Path(tmp) / "ncu.csv"
+        cmd = [ncu, "--clock-control", "none", "--print-units", "base", "--csv", "--page", "raw",
+               "--metrics", ",".join(metrics), "--kernel-name", f"regex:{kernel}", "--launch-count", "1",
+               "--log-file", log, exe, "[.target]"]
+        run_env = dict(env, CML_TARGET=target, CML_TRACE="off", CML_ISOLATE="off")
+        rc, out = run_quiet(cmd, run_env, cwd, PROFILE_TIMEOUT_S)
+        text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    if "ERR_NVGPUCTRPERM" in text + out:
+        raise LabError("ncu may not read this GPU's counters (ERR_NVGPUCTRPERM): ./lab doctor says how to "
+                       "allow it", EXIT_SKIP)
+    launch = launch_of(parse_ncu_csv(text), kernel)
+    if launch is None:
+        if rc == 124:
+            raise LabError(f"{whose} {kernel} did not finish within {PROFILE_TIMEOUT_S} s under ncu: a kernel "
+                           f"that never ends (./lab check names the step)", EXIT_FAIL)
+        if rc == EXIT_SKIP:
+            raise LabError(f"the test program skipped: {last_lines(out)}", EXIT_SKIP)
+        raise LabError(f"ncu profiled no launch of {whose} {kernel} (exit {rc}): {last_lines(out, 3)} "
+                       f"— ./lab check says what fails first", EXIT_FAIL)
+    return launch["values"]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Writes whole or not at all: a profile interrupted leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def record(folder: Path, stem: str, result: dict) -> Path:
+    """The run as JSON (for --compare) and CSV (one row per counter); the JSON's path."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["chapter", "step", "kernel", "counter", "yours", "solution", "differs", "meaning"])
+    w.writerow([result["chapter"], result["step"], result["kernel"], "duration (us)", result["duration_us"],
+                result["reference_duration_us"], "", ""])
+    for r in result["rows"]:
+        w.writerow([result["chapter"], result["step"], result["kernel"], r["label"], r["yours"], r["reference"],
+                    "yes" if r["differs"] else "no", r["sentence"]])
+    _atomic_write(folder / f"{stem}.csv", out.getvalue())
+    _atomic_write(folder / f"{stem}.json", json.dumps(result, indent=1))
+    return folder / f"{stem}.json"
+
+
+def previous_run(folder: Path, step: int, spec_text: str, newest: Path) -> Path:
+    """--compare's argument: a saved JSON, or `last` (this step's run before `newest`)."""
+    if spec_text != "last":
+        p = Path(spec_text)
+        if not p.exists():
+            raise LabError(f"--compare: no file {spec_text}", EXIT_USAGE)
+        return p
+    runs = sorted(p for p in folder.glob(f"step{step}-*.json") if p != newest)
+    if not runs:
+        raise LabError(f"--compare last: no earlier profile of step {step} in {display_path(folder)}", EXIT_USAGE)
+    return runs[-1]
+
+
+def cmd_profile(args, root: Path = ROOT) -> int:
+    """./lab profile NN [--step K] [--solution] [--compare PREVIOUS]."""
+    ch = chapter_of(args, root)
+    spec = load_spec(ch, root)
+    if args.step is not None and args.step not in spec.steps:
+        raise LabError(f"chapter {ch.num} has no profile of step {args.step} (steps with one: "
+                       f"{', '.join(str(s) for s in sorted(spec.steps))})", EXIT_USAGE)
+    steps = [args.step] if args.step is not None else sorted(spec.steps)
+    if not args.solution:
+        require_exercise(ch)
+    gpu = gpu_name()
+    if gpu is None:
+        raise LabError("no NVIDIA GPU here (nvidia-smi lists none): ./lab profile measures kernels on one",
+                       EXIT_SKIP)
+    ncu = require_profiler()
+    tc = setup(root, catch2_required=True)
+    solution_target, learner_target = f"test_ch{ch.num}_solution", f"test_ch{ch.num}_learner"
+    build_targets(tc, [solution_target] if args.solution else [learner_target, solution_target],
+                  f"build-profile-{ch.num}.log")
+    reference_exe = target_output(tc.build, solution_target, f"tests/{solution_target}")
+    learner_exe = reference_exe if args.solution else target_output(tc.build, learner_target, f"tests/{learner_target}")
+    mine = "solution" if args.solution else "yours"
+    folder = state_dir(root) / "profile" / ch.num
+    say(f"chapter {ch.num}: {spec.what}; {gpu}")
+    for step in steps:
+        s = spec.steps[step]
+        metrics = spec.metrics_of(step)
+        progress(f"step {step}: {s.kernel} under ncu ({'the solution' if args.solution else 'yours, then the solution'})...")
+        yours = profile_launch(ncu, learner_exe, s.target, s.kernel, metrics, tc.env, tc.build,
+                               "the solution's" if args.solution else "your")
+        reference = yours if args.solution else profile_launch(ncu, reference_exe, s.target, s.kernel, metrics,
+                                                                 tc.env, tc.build, "the solution's")
+        rows = compare(spec.counters_of(step), yours, reference, ch.num)
+        duration = duration_row(yours, reference)
+        say("")
+        say(paint(f"step {step}: {s.kernel}", "bold") + (f" — {s.note}" if s.note else ""))
+        for line in table_lines(rows, duration, mine):
+            say(line)
+        if not any(r.differs for r in rows) and not args.solution:
+            say("  no counter differs from the solution's past its tolerance")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        result = {"chapter": ch.num, "step": step, "kernel": s.kernel, "target": s.target, "gpu": gpu,
+                  "when": stamp, "solution_only": bool(args.solution), "metrics_yours": yours,
+                  "metrics_solution": reference, "duration_us": duration[0], "reference_duration_us": duration[1],
+                  "rows": [r.__dict__ for r in rows]}
+        saved = record(folder, f"step{step}-{stamp}", result)
+        say(f"  saved: {display_path(saved)} (and .csv)")
+        if args.compare:
+            before = previous_run(folder, step, args.compare, saved)
+            say(f"  yours now against {display_path(before)}:")
+            for line in compare_runs(result, json.loads(before.read_text(encoding="utf-8"))):
+                say(line)
+    return EXIT_OK
+
+
+__all__ = ["cmd_profile", "DURATION"]

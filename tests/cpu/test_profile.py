@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""./lab profile without a GPU: the chapters' profile specs, ncu's raw CSV page, the rules that
+turn a pair of counter sets into sentences, the saved runs and --compare, and the failure
+paths (no GPU, no profile, a step without one). The GPU half (a starter's difference named,
+the solution's none) runs on the device machine."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from labkit import profile_rules as pr  # noqa: E402
+from labkit.profile import record, previous_run  # noqa: E402
+
+# ncu 2025's raw page as --csv --page raw --print-units base writes it: a header, a units
+# line, one row per launch, digits maybe grouped, ==PROF== lines around.
+RAW = (
+    "==PROF== Connected to process 4242 (/x/test_ch09_learner)\n"
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC","gpu__time_duration.sum","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",'
+    '"sm__sass_thread_inst_executed_op_ffma_pred_on.sum"\n'
+    '"","","","","","","","","","","","ns","",""\n'
+    '"0","4242","test_ch09_learner","127.0.0.1","ch09::sgemm_registers_kernel(const float *, int, const float *, '
+    'int, float *, int, int, int, int)","1","13","(256, 1, 1)","(64, 1, 1)","0","9.0","1,234,567","10,485,760",'
+    '"1,073,741,824"\n'
+    "==PROF== Disconnected from process 4242\n")
+
+PER_FFMA = pr.Counter("wavefronts per warp FFMA", ("w", "f"), "higher", 0.25, "fewer words per FFMA", 4, scale=32)
+
+
+class Specs(unittest.TestCase):
+    def test_every_chapters_profile_parses_and_names_kernels_the_code_has(self):
+        specs = sorted((ROOT / "chapters").glob("*/profile.json"))
+        self.assertGreaterEqual(len(specs), 3)
+        for path in specs:
+            spec = pr.parse_spec(path.read_text(), str(path))
+            name = path.parent.name
+            exercise = (ROOT / "chapters" / name / "exercise.cu").read_text()
+            solution = (ROOT / "solutions" / name / "exercise.cu").read_text()
+            readme = (ROOT / "chapters" / name / "README.md").read_text()
+            for step, s in spec.steps.items():
+                for text, where in ((exercise, "exercise.cu"), (solution, "the solution")):
+                    found = re.search(r"__global__[^;{]{0,200}?\b" + re.escape(s.kernel) + r"\s*\(", text)
+                    self.assertTrue(found, f"{name} step {step}: no kernel {s.kernel} in {where}")
+                self.assertIn(f"| {step} |", readme, f"{name}: step {step} is not in the README's table")
+                self.assertTrue(spec.counters_of(step), f"{name} step {step} reads no counter")
+                self.assertEqual(spec.metrics_of(step)[0], pr.DURATION)
+            for c in spec.counters:
+                self.assertIn(f"| {c.step} |", readme, f"{name}: '{c.label}' points at a step the README lacks")
+                for m in c.metrics:
+                    self.assertRegex(m, r"^[a-z0-9]+__[a-z0-9_]+\.(sum|avg|max)(\.[a-z_]+)?$", f"{name}: {m}")
+
+    def test_a_spec_that_lacks_a_part_is_refused_with_what_is_missing(self):
+        with self.assertRaisesRegex(pr.SpecError, "'steps' is missing"):
+            pr.parse_spec('{"what": "x", "counters": []}')
+        with self.assertRaisesRegex(pr.SpecError, "not JSON"):
+            pr.parse_spec("{")
+        bad = {"what": "x", "steps": {"1": {"kernel": "k", "target": "t"}},
+               "counters": [{"label": "c", "metric": "a__b.sum", "worse": "up", "tolerance": 0.1, "meaning": "m", "step": 1}]}
+        with self.assertRaisesRegex(pr.SpecError, "higher or lower"):
+            pr.parse_spec(json.dumps(bad))
+
+
+class NcuCsv(unittest.TestCase):
+    def test_the_raw_page_gives_each_launch_its_metrics_in_base_units(self):
+        launches = pr.parse_ncu_csv(RAW)
+        self.assertEqual(len(launches), 1)
+        k = pr.launch_of(launches, "sgemm_registers_kernel")
+        self.assertIsNotNone(k)
+        self.assertEqual(k["values"]["gpu__time_duration.sum"], 1234567.0)
+        self.assertEqual(k["values"]["sm__sass_thread_inst_executed_op_ffma_pred_on.sum"], 1073741824.0)
+        self.assertIsNone(pr.launch_of(launches, "sgemm_tma_kernel"))
+
+    def test_no_header_means_no_launch(self):
+        self.assertEqual(pr.parse_ncu_csv("==PROF== No kernels were profiled.\n"), [])
+
+
+class Rules(unittest.TestCase):
+    def test_a_counter_worse_past_its_tolerance_is_named_with_its_step_and_hint(self):
+        rows = pr.compare([PER_FFMA], {"w": 20.0, "f": 2048.0}, {"w": 12.0, "f": 2048.0}, "09")
+        self.assertAlmostEqual(rows[0].yours, 0.3125)
+        self.assertAlmostEqual(rows[0].reference, 0.1875)
+        self.assertTrue(rows[0].differs)
+        self.assertIn("fewer words per FFMA (step 4; ./lab hint 09 --step 4)", rows[0].sentence)
+
+    def test_equal_or_better_counters_say_nothing(self):
+        same = pr.compare([PER_FFMA], {"w": 12.0, "f": 2048.0}, {"w": 12.0, "f": 2048.0}, "09")
+        better = pr.compare([PER_FFMA], {"w": 6.0, "f": 2048.0}, {"w": 12.0, "f": 2048.0}, "09")
+        within = pr.compare([PER_FFMA], {"w": 14.0, "f": 2048.0}, {"w": 12.0, "f": 2048.0}, "09")
+        for rows in (same, better, within):
+            self.assertFalse(rows[0].differs)
+            self.assertEqual(rows[0].sentence, "")
+
+    def test_against_a_zero_reference_the_floor_sets_how_much_is_a_difference(self):
+        c = pr.Counter("conflicts per load", ("c", "l"), "higher", 0.5, "pad", 2, floor=0.1)
+        self.assertFalse(pr.compare([c], {"c": 4.0, "l": 100.0}, {"c": 0.0, "l": 100.0}, "05")[0].differs)
+        self.assertTrue(pr.compare([c], {"c": 3100.0, "l": 100.0}, {"c": 0.0, "l": 100.0}, "05")[0].differs)
+
+    def test_lower_is_worse_where_the_spec_says_so(self):
+        c = pr.Counter("hit rate", ("h",), "lower", 0.1, "keep it in L2", 5)
+        self.assertTrue(pr.compare([c], {"h": 0.5}, {"h": 0.9}, "04")[0].differs)
+        self.assertFalse(pr.compare([c], {"h": 0.95}, {"h": 0.9}, "04")[0].differs)
+
+    def test_a_missing_metric_is_shown_as_unknown_never_as_a_difference(self):
+        row = pr.compare([PER_FFMA], {"w": 20.0}, {"w": 12.0, "f": 2048.0}, "09")[0]
+        self.assertIsNone(row.yours)
+        self.assertFalse(row.differs)
+        self.assertIn(" - ", " ".join(pr.table_lines([row], (None, None, None))))
+
+    def test_the_table_gives_the_duration_ratio_and_each_sentence(self):
+        rows = pr.compare([PER_FFMA], {"w": 20.0, "f": 2048.0}, {"w": 12.0, "f": 2048.0}, "09")
+        text = "\n".join(pr.table_lines(rows, pr.duration_row({pr.DURATION: 3400000.0}, {pr.DURATION: 3000000.0})))
+        self.assertIn("1.13× the solution's time", text)
+        self.assertIn("← differs", text)
+        self.assertIn("./lab hint 09 --step 4", text)
+
+
+class SavedRuns(unittest.TestCase):
+    def result(self, yours):
+        rows = pr.compare([PER_FFMA], {"w": yours, "f": 2048.0}, {"w": 12.0, "f": 2048.0}, "09")
+        return {"chapter": "09", "step": 4, "kernel": "k", "duration_us": 10.0, "reference_duration_us": 9.0,
+                "rows": [r.__dict__ for r in rows]}
+
+    def test_a_run_is_saved_whole_as_json_and_csv_and_last_finds_the_one_before(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            first = record(folder, "step4-20261205-100000", self.result(20.0))
+            second = record(folder, "step4-20261205-110000", self.result(12.0))
+            self.assertEqual(sorted(p.suffix for p in folder.iterdir()), [".csv", ".csv", ".json", ".json"])
+            self.assertEqual(previous_run(folder, 4, "last", second), first)
+            lines = pr.compare_runs(json.loads(second.read_text()), json.loads(first.read_text()))
+            self.assertTrue(any("0.6" in l and "wavefronts" in l for l in lines), lines)
+
+
+class CommandLine(unittest.TestCase):
+    def lab(self, *args, env=None):
+        e = dict(os.environ, CML_LAB_NO_INSTALL="1", **(env or {}))
+        return subprocess.run([sys.executable, str(ROOT / "lab"), *args], capture_output=True, text=True, env=e,
+                              timeout=120)
+
+    def test_a_chapter_without_a_profile_says_which_have_one_and_skips(self):
+        r = self.lab("profile", "01")
+        self.assertEqual(r.returncode, 77, r.stderr)
+        self.assertIn("chapters with one: 04, 05, 09", r.stderr)
+
+    def test_a_step_without_a_profile_is_a_usage_error(self):
+        r = self.lab("profile", "09", "--step", "9")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("steps with one: 1, 2, 3, 4, 5, 6", r.stderr)
+
+    def test_no_gpu_is_one_line_and_exit_77(self):
+        r = self.lab("profile", "09", "--step", "4", env={"CUDA_VISIBLE_DEVICES": ""})
+        self.assertEqual(r.returncode, 77, r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("no NVIDIA GPU here", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
