@@ -71,7 +71,8 @@ struct Tiles {
   static constexpr int kWarpM = WarpM, kWarpN = WarpN, kWarpsN = WarpN > 0 ? BlockN / WarpN : 0;
   static constexpr int kMicroM = MicroM, kMicroN = MicroN;
   static constexpr int kBK = BK, kStages = Stages, kBlocksPerSm = BlocksPerSm;
-  static_assert(kWarpM >= 0 && kWarpN >= 0 && kWarpsN >= 0 && kMicroN > 0 && kStages > 0, "a step reads some only");
+  static_assert(kWarpM >= 0 && kWarpN >= 0 && kWarpsN >= 0 && kMicroM > 0 && kMicroN > 0 && kStages > 0,
+                "a step reads some only");
   static_assert(BlockM * BlockN == Threads * MicroM * MicroN, "the threads' micro-tiles cover the block's tile");
   static_assert(WarpN == 0 || (BlockM / WarpM) * (BlockN / WarpN) * 32 == Threads, "one warp per piece");
 };
