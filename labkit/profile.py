@@ -25,8 +25,11 @@ from .chapters import Chapter, chapter_of, require_exercise
 from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, EXIT_USAGE, ROOT, LabError
 from .doctor import counter_permission
 from .processes import find_cuda_tool, last_lines, run_quiet
-from .profile_rules import (DURATION, Spec, SpecError, compare, compare_runs, duration_row, launch_of,
-                            parse_ncu_csv, parse_spec, table_lines)
+from .plots import python_with_matplotlib
+from .profile_rules import (DURATION, Spec, SpecError, TimelineSpec, compare, compare_runs, duration_row, launch_of,
+                            parse_ncu_csv, parse_spec, table_lines, timeline_findings)
+from .run import program_target
+from .timeline import parse_trace, render, summarize
 from .state import state_dir
 from .terminal import display_path, paint, progress, say
 from .toolchain import setup
@@ -40,7 +43,7 @@ def chapters_with_profiles(root: Path = ROOT) -> list:
     return sorted(p.parent.name.split("_")[0] for p in (root / "chapters").glob(f"*/{SPEC_NAME}"))
 
 
-def load_spec(ch: Chapter, root: Path = ROOT) -> Spec:
+def load_spec(ch: Chapter, root: Path = ROOT):
     path = ch.folder / SPEC_NAME
     if not path.exists():
         have = ", ".join(chapters_with_profiles(root)) or "none yet"
@@ -139,10 +142,110 @@ def previous_run(folder: Path, step: int, spec_text: str, newest: Path) -> Path:
     return runs[-1]
 
 
+def run_for_trace(exe: Path, spec: TimelineSpec, folder: Path, env: dict, cwd: Path, whose: str) -> list:
+    """Runs a chapter program with --out=folder; the activities of the trace it wrote."""
+    rc, out = run_quiet([exe, *spec.args, f"--out={folder}"], env, cwd, PROFILE_TIMEOUT_S)
+    if rc == EXIT_SKIP:
+        raise LabError(f"the program skipped: {last_lines(out)}", EXIT_SKIP)
+    if rc != 0:
+        raise LabError(f"{whose} program failed (exit {rc}): {last_lines(out, 3)} — ./lab check says what fails "
+                       f"first", EXIT_FAIL)
+    trace = folder / spec.file
+    if not trace.exists():
+        raise LabError(f"{whose} program wrote no {spec.file}: {last_lines(out)} (the trace needs CUPTI: "
+                       f"./lab doctor)", EXIT_FAIL)
+    return parse_trace(trace.read_text(encoding="utf-8"))
+
+
+def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path) -> int:
+    """A transfer chapter: both programs' traces in the terminal, the overlap and the gaps,
+    the PNG of the chapter's plot.py where matplotlib is there."""
+    tc = setup(root, catch2_required=False)
+    targets = [program_target(ch, True)] + ([] if args.solution else [program_target(ch, False)])
+    build_targets(tc, [t for t, _ in targets], f"build-profile-{ch.num}.log")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = state_dir(root) / "profile" / ch.num
+    runs = {}
+    for (target, fallback), whose in zip(targets, ["the solution's"] + ([] if args.solution else ["your"])):
+        folder = base / f"{stamp}-{'solution' if 'solution' in whose else 'yours'}"
+        folder.mkdir(parents=True, exist_ok=True)
+        progress(f"running {whose} program with a CUPTI trace...")
+        runs[whose] = (folder, run_for_trace(target_output(tc.build, target, fallback), spec, folder, tc.env,
+                                             tc.build, whose))
+    say(f"chapter {ch.num}: {spec.what}; {gpu}")
+    all_acts = [a for _, acts in runs.values() for a in acts]
+    span = max(a.end - a.start for a in all_acts) if all_acts else 0
+    summaries = {}
+    for whose in ["your", "the solution's"]:
+        if whose not in runs:
+            continue
+        folder, acts = runs[whose]
+        t0 = min((a.start for a in acts), default=0)
+        summaries[whose] = summarize(acts)
+        say("")
+        say(paint(f"{whose} {spec.file} (one scale for both)", "bold"))
+        for line in render(acts, span=(t0, t0 + max(span, 1))):
+            say(line)
+        if summaries[whose]:
+            say("  " + summaries[whose].lines()[0])
+    findings = []
+    if "your" in summaries and summaries["your"] and summaries["the solution's"]:
+        mine, ref = summaries["your"], summaries["the solution's"]
+        say(f"\n  your span is {mine.span_us / ref.span_us:.2f}× the solution's")
+        findings = timeline_findings(mine, ref, spec, ch.num)
+        for f in findings:
+            say("  " + f)
+        if not findings:
+            say("  your pipeline overlaps as the solution's does")
+    result = {"chapter": ch.num, "gpu": gpu, "when": stamp, "file": spec.file,
+              "summaries": {k: (v.__dict__ if v else None) for k, v in summaries.items()}, "findings": findings}
+    _atomic_write(base / f"timeline-{stamp}.json", json.dumps(result, indent=1))
+    if args.compare and summaries.get("your"):
+        before = previous_timeline(base, args.compare, base / f"timeline-{stamp}.json")
+        was = json.loads(before.read_text(encoding="utf-8")).get("summaries", {}).get("your") or {}
+        now = summaries["your"].__dict__
+        say(f"  yours now against {display_path(before)}:")
+        for key, label in (("span_us", "span (µs)"), ("copy_kernel", "copy and kernel together"),
+                           ("in_out", "copies both ways together"), ("idle_us", "nothing running (µs)")):
+            say(f"  {label:<28} {was.get(key, float('nan')):>12,.3f} {now[key]:>12,.3f}")
+    say(f"  saved: {display_path(base / f'timeline-{stamp}.json')}, the traces under {display_path(base)}/{stamp}-*/")
+    py = python_with_matplotlib(root)
+    if py and ch.plot_script.exists():
+        for folder, _ in runs.values():
+            rc, _ = run_quiet([py, ch.plot_script, folder], dict(os.environ, MPLBACKEND="Agg"), root, 300)
+            if rc == 0:
+                say(f"  figures: {display_path(folder)}/*.png")
+    return EXIT_OK
+
+
+def previous_timeline(folder: Path, spec_text: str, newest: Path) -> Path:
+    """--compare for a trace profile: a saved timeline JSON, or `last`."""
+    if spec_text != "last":
+        p = Path(spec_text)
+        if not p.exists():
+            raise LabError(f"--compare: no file {spec_text}", EXIT_USAGE)
+        return p
+    runs = sorted(p for p in folder.glob("timeline-*.json") if p != newest)
+    if not runs:
+        raise LabError(f"--compare last: no earlier profile in {display_path(folder)}", EXIT_USAGE)
+    return runs[-1]
+
+
 def cmd_profile(args, root: Path = ROOT) -> int:
     """./lab profile NN [--step K] [--solution] [--compare PREVIOUS]."""
     ch = chapter_of(args, root)
     spec = load_spec(ch, root)
+    if isinstance(spec, TimelineSpec):
+        if args.step is not None and args.step != spec.step:
+            raise LabError(f"chapter {ch.num}'s profile is of step {spec.step}'s pipeline: --step {spec.step} or "
+                           f"none", EXIT_USAGE)
+        if not args.solution:
+            require_exercise(ch)
+        gpu = gpu_name()
+        if gpu is None:
+            raise LabError("no NVIDIA GPU here (nvidia-smi lists none): ./lab profile traces the copies and kernels "
+                           "of a run on one", EXIT_SKIP)
+        return profile_timeline(ch, spec, args, gpu, root)
     if args.step is not None and args.step not in spec.steps:
         raise LabError(f"chapter {ch.num} has no profile of step {args.step} (steps with one: "
                        f"{', '.join(str(s) for s in sorted(spec.steps))})", EXIT_USAGE)

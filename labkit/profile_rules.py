@@ -75,20 +75,53 @@ class Spec:
         return out
 
 
+@dataclass
+class TimelineSpec:
+    """A transfer chapter's profile: its program run with --out, the CUPTI trace it writes."""
+    what: str
+    file: str                           # the trace of the learner's pipeline (and the solution's)
+    baseline: str                       # a trace drawn first for scale (the sequential run), or ""
+    args: list                          # the program's arguments
+    step: int                           # where overlap is taught
+    tolerance: float                    # overlap below the solution's by more than this is named
+    meaning: str
+
+
+def timeline_findings(yours, reference, spec: TimelineSpec, chapter: str) -> list:
+    """Sentences for a learner's trace summary against the solution's (timeline.Summary)."""
+    out = []
+    hint = f"(step {spec.step}; ./lab hint {chapter} --step {spec.step})"
+    if yours.copy_kernel < reference.copy_kernel - spec.tolerance:
+        out.append(f"copies and kernels overlapped {100 * yours.copy_kernel:.0f}% of your span against "
+                   f"{100 * reference.copy_kernel:.0f}% of the solution's: {spec.meaning} {hint}")
+    if yours.idle_us > 2 * reference.idle_us + 50:
+        out.append(f"the GPU sat idle {yours.idle_us:,.0f} µs between your operations against "
+                   f"{reference.idle_us:,.0f}: something in your loop waits for the GPU, or allocates, "
+                   f"between chunks {hint}")
+    return out
+
+
 def _need(d: dict, key: str, kind, where: str):
     if key not in d or not isinstance(d[key], kind):
         raise SpecError(f"{where}: '{key}' is missing or not a {getattr(kind, '__name__', kind)}")
     return d[key]
 
 
-def parse_spec(text: str, where: str = "profile.json") -> Spec:
-    """The spec in `text`; SpecError naming what is wrong."""
+def parse_spec(text: str, where: str = "profile.json"):
+    """The spec in `text` (a Spec, or a TimelineSpec for a transfer chapter); SpecError
+    naming what is wrong."""
     try:
         d = json.loads(text)
     except json.JSONDecodeError as e:
         raise SpecError(f"{where}: not JSON ({e})")
     if not isinstance(d, dict):
         raise SpecError(f"{where}: want an object")
+    if "timeline" in d:
+        t = _need(d, "timeline", dict, where)
+        w = f"{where} timeline"
+        return TimelineSpec(_need(d, "what", str, where), _need(t, "file", str, w), t.get("baseline", ""),
+                            list(t.get("args", [])), int(_need(t, "step", int, w)),
+                            float(_need(t, "tolerance", (int, float), w)), _need(t, "meaning", str, w))
     steps = {}
     for k, s in _need(d, "steps", dict, where).items():
         if not k.isdigit() or not isinstance(s, dict):

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from labkit import profile_rules as pr  # noqa: E402
+from labkit import timeline as tl  # noqa: E402
 from labkit.profile import record, previous_run  # noqa: E402
 
 # ncu 2025's raw page as --csv --page raw --print-units base writes it: a header, a units
@@ -42,6 +43,12 @@ class Specs(unittest.TestCase):
         for path in specs:
             spec = pr.parse_spec(path.read_text(), str(path))
             name = path.parent.name
+            if isinstance(spec, pr.TimelineSpec):
+                program = (ROOT / "chapters" / name / "main.cu").read_text() + "".join(
+                    p.read_text() for p in (ROOT / "chapters" / name).glob("program/*.cu"))
+                self.assertIn(f'"{spec.file}"', program, f"{name}: the program never writes {spec.file}")
+                self.assertIn(f"| {spec.step} |", (ROOT / "chapters" / name / "README.md").read_text())
+                continue
             exercise = (ROOT / "chapters" / name / "exercise.cu").read_text()
             solution = (ROOT / "solutions" / name / "exercise.cu").read_text()
             readme = (ROOT / "chapters" / name / "README.md").read_text()
@@ -139,6 +146,42 @@ class SavedRuns(unittest.TestCase):
             self.assertTrue(any("0.6" in l and "wavefronts" in l for l in lines), lines)
 
 
+class Timeline(unittest.TestCase):
+    """On traces recorded by chapter 02's program (docs/figures/02_streams: NVIDIA H200,
+    2026-11-22, 256 MiB at the balanced point)."""
+
+    def trace(self, name):
+        return tl.parse_trace((ROOT / "docs" / "figures" / "02_streams" / f"timeline_{name}.csv").read_text())
+
+    def test_the_staged_run_overlaps_as_the_program_said_and_the_sequential_one_does_not(self):
+        staged, sequential = tl.summarize(self.trace("staged")), tl.summarize(self.trace("sequential"))
+        self.assertAlmostEqual(staged.copy_kernel, 0.85, delta=0.01)   # docs/02_streams.md: 85 %
+        self.assertLess(sequential.copy_kernel, 0.01)
+        self.assertLess(staged.span_us, sequential.span_us / 2)
+
+    def test_a_row_per_engine_or_per_stream_marks_when_each_ran(self):
+        rows = tl.render(self.trace("sequential"), width=30)
+        self.assertEqual([r.split("|")[0].strip() for r in rows[:3]],
+                         ["copies host→device", "copies device→host", "kernels"])
+        self.assertTrue(rows[0].split("|")[1].startswith(">"))          # copy-in first
+        self.assertTrue(rows[1].split("|")[1].endswith("<"))            # copy-out last
+        streams = tl.render(self.trace("staged"), by="stream")
+        self.assertEqual(sum(1 for r in streams if r.strip().startswith("stream")), 4)
+
+    def test_a_learner_trace_without_overlap_is_named_against_the_solutions(self):
+        spec = pr.parse_spec((ROOT / "chapters" / "02_streams" / "profile.json").read_text())
+        staged, sequential = tl.summarize(self.trace("staged")), tl.summarize(self.trace("sequential"))
+        said = pr.timeline_findings(sequential, staged, spec, "02")
+        self.assertTrue(any("overlapped 0% of your span against 85%" in s and "--step 1" in s for s in said), said)
+        self.assertEqual(pr.timeline_findings(staged, staged, spec, "02"), [])
+
+    def test_overlap_is_the_time_both_sets_share_over_their_span(self):
+        self.assertAlmostEqual(tl.overlap_fraction([(0, 10)], [(5, 20)]), 5 / 20)
+        self.assertEqual(tl.overlap_fraction([(0, 10)], [(10, 20)]), 0.0)
+        self.assertEqual(tl.shared([(0, 4), (2, 6)], [(3, 5)]), 2)
+        self.assertEqual(tl.render([]), ["(the trace is empty)"])
+
+
 class CommandLine(unittest.TestCase):
     def lab(self, *args, env=None):
         e = dict(os.environ, CML_LAB_NO_INSTALL="1", **(env or {}))
@@ -148,12 +191,17 @@ class CommandLine(unittest.TestCase):
     def test_a_chapter_without_a_profile_says_which_have_one_and_skips(self):
         r = self.lab("profile", "01")
         self.assertEqual(r.returncode, 77, r.stderr)
-        self.assertIn("chapters with one: 04, 05, 09", r.stderr)
+        self.assertIn("chapters with one: 02, 04, 05, 09", r.stderr)
 
     def test_a_step_without_a_profile_is_a_usage_error(self):
         r = self.lab("profile", "09", "--step", "9")
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("steps with one: 1, 2, 3, 4, 5, 6", r.stderr)
+
+    def test_a_trace_profile_takes_only_its_step(self):
+        r = self.lab("profile", "02", "--step", "3")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--step 1 or none", r.stderr)
 
     def test_no_gpu_is_one_line_and_exit_77(self):
         r = self.lab("profile", "09", "--step", "4", env={"CUDA_VISIBLE_DEVICES": ""})

@@ -1,0 +1,135 @@
+"""A CUPTI trace (the chapters' timeline_*.csv: type,name,kind,src,dst,bytes,stream,start_ns,
+end_ns) as a timeline in the terminal: one row per engine or per stream, and the figures that
+say whether the work overlapped — the same overlap fractions the chapters' programs print
+(cml::overlap_fraction: time two sets of intervals share, over the span of both), and the
+gaps where nothing ran. Pure: tests/cpu/test_profile.py reads recorded traces."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class Activity:
+    type: str          # copy, kernel, memset
+    kind: str          # HtoD, DtoH, DtoD... for copies
+    stream: str
+    start: int         # ns
+    end: int
+
+
+def parse_trace(text: str) -> list:
+    out = []
+    for r in csv.DictReader(io.StringIO(text)):
+        try:
+            start, end = int(r["start_ns"]), int(r["end_ns"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if end > start:
+            out.append(Activity(r.get("type", ""), r.get("kind", ""), r.get("stream", ""), start, end))
+    return out
+
+
+def merged(intervals: list) -> list:
+    """The union of (start, end) intervals, sorted and disjoint."""
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def length(intervals: list) -> int:
+    return sum(e - s for s, e in merged(intervals))
+
+
+def shared(a: list, b: list) -> int:
+    """How long the union of a and the union of b run at the same time."""
+    total, ua, ub, i, j = 0, merged(a), merged(b), 0, 0
+    while i < len(ua) and j < len(ub):
+        s, e = max(ua[i][0], ub[j][0]), min(ua[i][1], ub[j][1])
+        total += max(0, e - s)
+        if ua[i][1] < ub[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def overlap_fraction(a: list, b: list) -> float:
+    whole = a + b
+    if not whole:
+        return 0.0
+    span = max(e for _, e in whole) - min(s for s, _ in whole)
+    return shared(a, b) / span if span > 0 else 0.0
+
+
+def lane_of(a: Activity) -> str:
+    if a.type == "copy":
+        return {"HtoD": "copies host→device", "DtoH": "copies device→host"}.get(a.kind, f"copies {a.kind}")
+    return {"kernel": "kernels", "memset": "memsets"}.get(a.type, a.type)
+
+
+@dataclass
+class Summary:
+    span_us: float
+    copy_kernel: float       # a copy and a kernel in flight together, of the span
+    in_out: float            # copies in both directions together, of the span
+    idle_us: float           # nothing running
+    largest_gap_us: float
+
+    def lines(self) -> list:
+        return [f"span {self.span_us:,.0f} µs; a copy and a kernel in flight together {100 * self.copy_kernel:.0f}% "
+                f"of it, copies both ways together {100 * self.in_out:.0f}%; nothing running {self.idle_us:,.0f} µs "
+                f"(largest gap {self.largest_gap_us:,.0f} µs)"]
+
+
+def summarize(acts: list) -> Optional[Summary]:
+    if not acts:
+        return None
+    iv = lambda pred: [(a.start, a.end) for a in acts if pred(a)]  # noqa: E731
+    h2d = iv(lambda a: a.type == "copy" and a.kind == "HtoD")
+    d2h = iv(lambda a: a.type == "copy" and a.kind == "DtoH")
+    copies = iv(lambda a: a.type == "copy")
+    kernels = iv(lambda a: a.type == "kernel")
+    allv = merged([(a.start, a.end) for a in acts])
+    span = allv[-1][1] - allv[0][0]
+    gaps = [allv[k + 1][0] - allv[k][1] for k in range(len(allv) - 1)]
+    return Summary(span / 1000.0, overlap_fraction(copies, kernels), overlap_fraction(h2d, d2h),
+                   sum(gaps) / 1000.0, max(gaps, default=0) / 1000.0)
+
+
+SYMBOL = {"copies host→device": ">", "copies device→host": "<", "kernels": "K", "memsets": "m"}
+
+
+def render(acts: list, width: int = 64, by: str = "engine", span: Optional[tuple] = None) -> list:
+    """One row per lane (engine, or stream with by="stream"): a cell is marked where anything of
+    the lane ran during that cell's slice of the span. `span` (start, end) lets two traces be
+    drawn on one scale."""
+    if not acts:
+        return ["(the trace is empty)"]
+    t0, t1 = span or (min(a.start for a in acts), max(a.end for a in acts))
+    scale = (t1 - t0) / width if t1 > t0 else 1.0
+    lanes = {}
+    for a in acts:
+        key = lane_of(a) if by == "engine" else f"stream {a.stream}"
+        lanes.setdefault(key, []).append(a)
+    order = sorted(lanes, key=lambda k: (list(SYMBOL).index(k) if k in SYMBOL else len(SYMBOL), k))
+    label_w = max(len(k) for k in order)
+    out = []
+    for key in order:
+        cells = [" "] * width
+        for a in lanes[key]:
+            first = max(0, int((a.start - t0) / scale))
+            last = min(width - 1, max(first, int((a.end - 1 - t0) / scale)))
+            mark = SYMBOL.get(lane_of(a), "#")
+            for c in range(first, last + 1):
+                cells[c] = mark
+        out.append(f"  {key:<{label_w}} |{''.join(cells)}|")
+    out.append(f"  {'':<{label_w}}  0{'':<{width - 12}}{(t1 - t0) / 1000:>10,.0f} µs")
+    return out
