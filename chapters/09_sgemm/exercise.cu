@@ -187,7 +187,7 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // bytes); the TMA unit writes zeros for the part of a box outside the matrix, and counts
 // the whole box's bytes; no wait may hang for ever in silence — give up after a while and
 // say which barrier of which stage; the fragment loads free of bank conflicts (what the
-// engine writes can be laid out for that); nothing in local memory, as in step 3 (no
+// TMA unit writes can be laid out for that); nothing in local memory, as in step 3 (no
 // LDL/STL in the SASS, the give-up path included); the file still builds for a GPU without
 // TMA, and the stages fit the shared memory a block of this GPU may have. Keep the
 // compute-capability check below.
