@@ -99,6 +99,31 @@ class RegistersBar : public SpeedBar {
 
 // ---- Step 1 -----------------------------------------------------------------------------
 
+// Not a test: what ./lab profile 06 runs under ncu (chapters/06_memory_spaces/profile.json).
+// CML_TARGET=kernels launches the learner's three kernels once each on 1024 x 1024 floats
+// (the mix on 2^20 pixels of 16 channels); their results are not checked here.
+TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
+  const auto target = cml::test::target_name();
+  if (!target) return;  // a normal run: nothing to launch
+  constexpr int kSide = 1024, kPixels = 1 << 20;
+  cml::Stream s;
+  cml::DeviceBuffer<float> in(static_cast<std::size_t>(kPixels) * ch06::kChannels);
+  cml::DeviceBuffer<float> out(static_cast<std::size_t>(kPixels) * ch06::kChannels);
+  CUDA_CHECK(cudaMemset(in.data(), 0, in.size() * sizeof(float)));
+  CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  ch06::Taps taps{};
+  for (float& w : taps.w) w = 1.0f / ch06::kTaps;
+  ch06::fir_registers(in.data(), out.data(), kSide, kSide, taps, s);
+  std::vector<float> mix(ch06::kChannels * ch06::kChannels, 0.0f);
+  for (int c = 0; c < ch06::kChannels; ++c) mix[c * ch06::kChannels + c] = 1.0f;
+  ch06::set_mix(mix.data());
+  ch06::mix_constant(in.data(), out.data(), kPixels, s);
+  const ch06::PitchedImage image(kSide, kSide, s);
+  const ch06::TextureObject tex(ch06::create_rotation_texture(image.image()));
+  ch06::rotate_texture(tex.t, image.image(), 0.5f, out.data(), s);
+  s.synchronize();
+}
+
 TEST_CASE("step 1: fir_registers filters every shape exactly", "[ch06][step1][correctness]") {
   cml::test::device();
   int seed = 0;

@@ -13,6 +13,7 @@
 #include "kernel_sass.hpp"
 #include "launch_geometry.hpp"
 #include "stream_race.hpp"
+#include "target_case.hpp"
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
 #include "cml/sass.hpp"
