@@ -104,6 +104,9 @@ def build_parsers() -> dict:
     p.add_argument("--solution", action="store_true", help="profile the solution alone (its counters, no comparison)")
     p.add_argument("--compare", metavar="PREVIOUS",
                    help="also compare your counters with a saved run: a .json under .lab/profile/NN/, or last")
+    p.add_argument("--record", choices=["starter", "solution"],
+                   help="maintainers: also keep each step's pair of counter sets as a fixture of the cpu suite "
+                        "(tests/cpu/fixtures/profile/), saying whose exercise.cu was profiled")
     ps["profile"] = p
     ps["reset"] = _chapter_parser("./lab reset", "Restore the starter exercise.cu from git; your file "
                                   "is first copied to .lab/backups/.")

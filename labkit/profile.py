@@ -35,6 +35,7 @@ from .terminal import display_path, paint, progress, say
 from .toolchain import setup
 
 PROFILE_TIMEOUT_S = 180          # one kernel under ncu: seconds, unless it never ends
+FIXTURES = Path("tests") / "cpu" / "fixtures" / "profile"   # --record: real counter sets for the cpu suite
 SPEC_NAME = "profile.json"
 
 
@@ -288,6 +289,12 @@ def cmd_profile(args, root: Path = ROOT) -> int:
                   "metrics_solution": reference, "duration_us": duration[0], "reference_duration_us": duration[1],
                   "rows": [r.__dict__ for r in rows]}
         saved = record(folder, f"step{step}-{stamp}", result)
+        if getattr(args, "record", None):
+            fixture = root / FIXTURES / f"{ch.num}_step{step}_{args.record}.json"
+            _atomic_write(fixture, json.dumps({"chapter": ch.num, "step": step, "kernel": s.kernel, "gpu": gpu,
+                                               "date": time.strftime("%Y-%m-%d"), "learner_file": args.record,
+                                               "yours": yours, "solution": reference}, indent=1, sort_keys=True))
+            say(f"  fixture: {display_path(fixture)}")
         say(f"  saved: {display_path(saved)} (and .csv)")
         if args.compare:
             before = previous_run(folder, step, args.compare, saved)

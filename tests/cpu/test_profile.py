@@ -75,6 +75,27 @@ class Specs(unittest.TestCase):
             pr.parse_spec(json.dumps(bad))
 
 
+class RecordedPairs(unittest.TestCase):
+    """Counter sets of real kernels, recorded on a GPU with ./lab profile NN --record starter
+    (the shipped starter as the learner's file) or --record solution (the solution in its
+    place): a starter's pair must name a difference, a solution's none."""
+
+    def test_each_recorded_pair_gives_the_verdict_its_file_calls_for(self):
+        fixtures = sorted((ROOT / "tests" / "cpu" / "fixtures" / "profile").glob("*.json"))
+        if not fixtures:
+            self.skipTest("no recorded pairs yet: ./lab profile NN --record starter|solution on a GPU makes them")
+        for path in fixtures:
+            f = json.loads(path.read_text())
+            spec = pr.parse_spec((ROOT / "chapters").glob(f"{f['chapter']}_*/profile.json").__next__().read_text())
+            rows = pr.compare(spec.counters_of(f["step"]), f["yours"], f["solution"], f["chapter"])
+            differs = [r.label for r in rows if r.differs]
+            with self.subTest(fixture=path.name, gpu=f["gpu"], date=f["date"]):
+                if f["learner_file"] == "starter":
+                    self.assertTrue(differs, f"{path.name}: the starter's counters match the solution's")
+                else:
+                    self.assertEqual(differs, [], f"{path.name}: the solution differs from itself")
+
+
 class NcuCsv(unittest.TestCase):
     def test_the_raw_page_gives_each_launch_its_metrics_in_base_units(self):
         launches = pr.parse_ncu_csv(RAW)
