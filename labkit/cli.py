@@ -95,10 +95,10 @@ def build_parsers() -> dict:
     p.add_argument("--step", type=int, metavar="K", help="only the functions of step K (those the step table of the chapter's README lists)")
     p.add_argument("--yes", action="store_true", help="do not ask")
     ps["diff"] = p
-    p = _chapter_parser("./lab profile", "Your kernels and the solution's, on the same input, under Nsight "
-                        "Compute: the counters chapter NN teaches side by side, and what each difference "
-                        "means; for a transfer chapter, both runs' CUPTI traces as timelines, their overlap "
-                        "and their gaps. Each run is saved under .lab/profile/NN/ (JSON and CSV). Exit 0 profiled, "
+    p = _chapter_parser("./lab profile", "Your kernels and the solution's, profiled side by side. On the same "
+                        "input, under Nsight Compute: the counters chapter NN teaches, and what each difference "
+                        "means; for a transfer chapter, both runs' CUPTI traces as timelines, their overlap and "
+                        "their gaps. Each run is saved under .lab/profile/NN/ (JSON and CSV). Exit 0 profiled, "
                         "1 your kernel failed or does not compile, 77 no GPU, no ncu or no counter permission.")
     p.add_argument("--step", type=int, metavar="K", help="only step K (default: every step the chapter profiles)")
     p.add_argument("--solution", action="store_true", help="profile the solution alone (its counters, no comparison)")
