@@ -46,6 +46,10 @@ const std::vector<cml::Mode<Context>>& modes() {
        ch09::roofline_mode, false},
       {"shapes", "every step against cuBLAS at 4096^3, 8192^3 and 4097 x 4093 x 4091 (for ./lab bench 09)",
        ch09::shapes_mode, false},
+      {"ceiling",
+       "which cuBLAS is the ceiling at --m x --n x --k: the pedantic call the bars use, the default math mode and "
+       "cuBLASLt's FP32 algorithms, each checked, timed interleaved (ceiling.csv)",
+       ch09::ceiling_mode, false},
   };
   return m;
 }

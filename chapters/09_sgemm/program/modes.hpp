@@ -2,7 +2,8 @@
 // a stream and one cuBLAS handle, the measurement of every function at one shape (checked
 // against cuBLAS, then timed interleaved: measure.cu), and the modes themselves
 // (modes_check.cu: every function against the CPU; modes_time.cu: the tables against
-// cuBLAS; modes_roofline.cu: the roofline of this GPU). main.cu parses and dispatches.
+// cuBLAS; modes_roofline.cu: the roofline of this GPU; modes_ceiling.cu: which cuBLAS is
+// the ceiling). main.cu parses and dispatches.
 #pragma once
 
 #include "harness.hpp"
@@ -79,5 +80,6 @@ bool table_mode(Context& c);     // the steps against cuBLAS at the timed shape
 bool gram_mode(Context& c);      // step 2 against cuBLAS's A Aᵀ
 bool shapes_mode(Context& c);    // 4096³, 8192³ and a ragged shape (./lab bench 09)
 bool roofline_mode(Context& c);  // this GPU's FMA peak and DRAM bandwidth, and every kernel on them
+bool ceiling_mode(Context& c);   // which cuBLAS call is fastest at the timed shape (modes_ceiling.cu)
 
 }  // namespace ch09
