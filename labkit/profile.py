@@ -26,11 +26,11 @@ from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, EXIT_USAGE, ROOT, LabError
 from .doctor import counter_permission
 from .processes import find_cuda_tool, last_lines, run_quiet
 from .plots import python_with_matplotlib
-from .profile_rules import (DURATION, Spec, SpecError, TimelineSpec, compare, compare_runs, duration_row, launch_of,
+from .profile_rules import (DURATION, SpecError, TimelineSpec, compare, compare_runs, duration_row, launch_of,
                             parse_ncu_csv, parse_spec, table_lines, timeline_findings)
 from .run import program_target
 from .timeline import parse_trace, render, summarize
-from .state import state_dir
+from .state import state_dir, write_atomically
 from .terminal import display_path, paint, progress, say
 from .toolchain import setup
 
@@ -107,14 +107,6 @@ def profile_launch(ncu: str, exe: Path, target: str, kernel: str, metrics: list,
     return launch["values"]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Writes whole or not at all: a profile interrupted leaves no half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def record(folder: Path, stem: str, result: dict) -> Path:
     """The run as JSON (for --compare) and CSV (one row per counter); the JSON's path."""
     out = io.StringIO()
@@ -125,8 +117,8 @@ def record(folder: Path, stem: str, result: dict) -> Path:
     for r in result["rows"]:
         w.writerow([result["chapter"], result["step"], result["kernel"], r["label"], r["yours"], r["reference"],
                     "yes" if r["differs"] else "no", r["sentence"]])
-    _atomic_write(folder / f"{stem}.csv", out.getvalue())
-    _atomic_write(folder / f"{stem}.json", json.dumps(result, indent=1))
+    write_atomically(folder / f"{stem}.csv", out.getvalue())
+    write_atomically(folder / f"{stem}.json", json.dumps(result, indent=1))
     return folder / f"{stem}.json"
 
 
@@ -200,7 +192,7 @@ def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path
             say("  your pipeline overlaps as the solution's does")
     result = {"chapter": ch.num, "gpu": gpu, "when": stamp, "file": spec.file,
               "summaries": {k: (v.__dict__ if v else None) for k, v in summaries.items()}, "findings": findings}
-    _atomic_write(base / f"timeline-{stamp}.json", json.dumps(result, indent=1))
+    write_atomically(base / f"timeline-{stamp}.json", json.dumps(result, indent=1))
     if args.compare and summaries.get("your"):
         before = previous_timeline(base, args.compare, base / f"timeline-{stamp}.json")
         was = json.loads(before.read_text(encoding="utf-8")).get("summaries", {}).get("your") or {}
@@ -236,27 +228,21 @@ def cmd_profile(args, root: Path = ROOT) -> int:
     """./lab profile NN [--step K] [--solution] [--compare PREVIOUS]."""
     ch = chapter_of(args, root)
     spec = load_spec(ch, root)
-    if isinstance(spec, TimelineSpec):
-        if args.step is not None and args.step != spec.step:
-            raise LabError(f"chapter {ch.num}'s profile is of step {spec.step}'s pipeline: --step {spec.step} or "
-                           f"none", EXIT_USAGE)
-        if not args.solution:
-            require_exercise(ch)
-        gpu = gpu_name()
-        if gpu is None:
-            raise LabError("no NVIDIA GPU here (nvidia-smi lists none): ./lab profile traces the copies and kernels "
-                           "of a run on one", EXIT_SKIP)
-        return profile_timeline(ch, spec, args, gpu, root)
-    if args.step is not None and args.step not in spec.steps:
+    timeline = isinstance(spec, TimelineSpec)
+    if timeline and args.step is not None and args.step != spec.step:
+        raise LabError(f"chapter {ch.num}'s profile is of step {spec.step}'s pipeline: --step {spec.step} or "
+                       f"none", EXIT_USAGE)
+    if not timeline and args.step is not None and args.step not in spec.steps:
         raise LabError(f"chapter {ch.num} has no profile of step {args.step} (steps with one: "
                        f"{', '.join(str(s) for s in sorted(spec.steps))})", EXIT_USAGE)
-    steps = [args.step] if args.step is not None else sorted(spec.steps)
     if not args.solution:
         require_exercise(ch)
     gpu = gpu_name()
     if gpu is None:
-        raise LabError("no NVIDIA GPU here (nvidia-smi lists none): ./lab profile measures kernels on one",
-                       EXIT_SKIP)
+        raise LabError("no NVIDIA GPU here (nvidia-smi lists none): ./lab profile runs your code on one", EXIT_SKIP)
+    if timeline:
+        return profile_timeline(ch, spec, args, gpu, root)
+    steps = [args.step] if args.step is not None else sorted(spec.steps)
     ncu = require_profiler()
     tc = setup(root, catch2_required=True)
     solution_target, learner_target = f"test_ch{ch.num}_solution", f"test_ch{ch.num}_learner"
@@ -291,7 +277,7 @@ def cmd_profile(args, root: Path = ROOT) -> int:
         saved = record(folder, f"step{step}-{stamp}", result)
         if getattr(args, "record", None):
             fixture = root / FIXTURES / f"{ch.num}_step{step}_{args.record}.json"
-            _atomic_write(fixture, json.dumps({"chapter": ch.num, "step": step, "kernel": s.kernel, "gpu": gpu,
+            write_atomically(fixture, json.dumps({"chapter": ch.num, "step": step, "kernel": s.kernel, "gpu": gpu,
                                                "date": time.strftime("%Y-%m-%d"), "learner_file": args.record,
                                                "yours": yours, "solution": reference}, indent=1, sort_keys=True))
             say(f"  fixture: {display_path(fixture)}")

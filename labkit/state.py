@@ -40,14 +40,17 @@ def load_state(root: Path = ROOT) -> dict:
     return data
 
 
-def save_state(state: dict, root: Path = ROOT) -> None:
-    """Writes atomically (temp file + rename), so an interrupted lab never leaves half a file."""
-    folder = state_dir(root)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "state.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+def write_atomically(path: Path, text: str) -> None:
+    """Writes `text` whole or not at all (temp file + rename): an interrupted lab never leaves
+    half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def save_state(state: dict, root: Path = ROOT) -> None:
+    write_atomically(state_dir(root) / "state.json", json.dumps(state, indent=2, sort_keys=True) + "\n")
 
 
 def remember(root: Path, ch: Chapter, entry: dict) -> None:

@@ -213,13 +213,13 @@ cudaError_t free_workspace(cublasHandle_t h) {
 
 }  // namespace
 
-Cublas::Cublas() {
+Cublas::Cublas(bool pedantic) {
   cublasHandle_t h = nullptr;
   check_cublas(cublasCreate(&h), "cublasCreate");
   handle_ = h;
   try {
     // FP32 only: no TF32 tensor cores nor any other reduced-precision path.
-    check_cublas(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode(CUBLAS_PEDANTIC_MATH)");
+    if (pedantic) check_cublas(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode(CUBLAS_PEDANTIC_MATH)");
     void* data = nullptr;
     CUDA_CHECK(cudaMalloc(&data, kWorkspaceBytes));
     {

@@ -88,15 +88,16 @@ void sgemm_naive(ConstView a, ConstView b, View c, cudaStream_t stream);
 // off: CUBLAS_PEDANTIC_MATH), on `stream`: the ceiling every step is a fraction of. With
 // `b_transposed`, B is given as the n x k matrix whose transpose is multiplied (C = A Bᵀ:
 // the Gram matrix's ceiling is cublas(a, a, c, true)). A handle per object: create one per
-// thread, reuse it (creating a handle costs milliseconds).
+// thread, reuse it (creating a handle costs milliseconds). Cublas(false) leaves cuBLAS's
+// default math mode (--mode=ceiling compares the two).
 class Cublas {
  public:
-  Cublas();
+  explicit Cublas(bool pedantic = true);
   ~Cublas();
   Cublas(const Cublas&) = delete;
   Cublas& operator=(const Cublas&) = delete;
   void sgemm(ConstView a, ConstView b, View c, cudaStream_t stream, bool b_transposed = false);
-  // What the handle's math mode is, for the program's output ("pedantic FP32").
+  // What the default handle's math mode is, for the program's output ("pedantic FP32").
   static const char* math_mode();
 
  private:

@@ -143,6 +143,37 @@ static_assert(RegisterTiles::kBlockM * RegisterTiles::kBK / 4 == RegisterTiles::
                   WarpTiles::kBK == RegisterTiles::kBK && WarpTiles::kBlockM == RegisterTiles::kBlockM,
               "steps 3 and 4: one piece of each tile per thread");
 
+// How steps 3 and 4 fill their tiles: thread `tid` copies the 16-byte piece of A at row
+// tid / 2, k-columns 4 (tid % 2).., storing it transposed, and the piece of B at row tid / 32,
+// columns 4 (tid % 32)..; zeros past the matrix. The barriers are the caller's.
+template <class T>
+struct TransposedTiles {
+  static constexpr int kAPitch = kTransposedPitch<T>;
+  int a_row, a_col, b_row, b_col;
+  bool a_inside;
+  const float* a_src;
+  __device__ TransposedTiles(const float* a, int lda, int m, int row0, int tid)
+      : a_row(tid / 2),
+        a_col(tid % 2 * 4),
+        b_row(tid / 32),
+        b_col(tid % 32 * 4),
+        a_inside(row0 + a_row < m),
+        a_src(a + static_cast<std::size_t>(a_inside ? row0 + a_row : 0) * lda) {}
+  // The tiles of k-columns p0 .. p0 + kBK - 1 into as and bs.
+  __device__ __forceinline__ void store(const float* __restrict__ b, int ldb, int n, int k, int col0, int p0,
+                                        float (&as)[T::kBK][kAPitch], float (&bs)[T::kBK][T::kBlockN]) const {
+    const float4 av = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const int p = p0 + b_row;
+    const float4 bv =
+        p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    as[a_col + 0][a_row] = av.x;  // transposed: a column of A's tile becomes a row
+    as[a_col + 1][a_row] = av.y;
+    as[a_col + 2][a_row] = av.z;
+    as[a_col + 3][a_row] = av.w;
+    *reinterpret_cast<float4*>(&bs[b_row][b_col]) = bv;
+  }
+};
+
 // ---- Steps 5 and 6: the same computation, fed by a pipeline --------------------------------
 // cp.async and TMA copy bytes as they lie: A's tile arrives as rows of A (as[row][p]), not
 // transposed. A thread then takes A(row, p .. p + 3) as one 16-byte load and uses its four
@@ -481,25 +512,11 @@ __global__ void __launch_bounds__(RegisterTiles::kThreads, RegisterTiles::kBlock
   const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kBlockM,
             col0 = static_cast<int>(blockIdx.x) % tiles_n * kBlockN;
   const int tid = static_cast<int>(threadIdx.x), ty = tid / 16, tx = tid % 16;
-
-  // The pieces this thread copies (step 4 copies the same): A row a_row, k-columns
-  // a_col..+3; B row b_row, columns b_col..+3.
-  const int a_row = tid / 2, a_col = tid % 2 * 4;
-  const int b_row = tid / 32, b_col = tid % 32 * 4;
-  const bool a_inside = row0 + a_row < m;
-  const float* a_src = a + static_cast<std::size_t>(a_inside ? row0 + a_row : 0) * lda;
+  const TransposedTiles<T> tiles(a, lda, m, row0, tid);
 
   float acc[kMicro][kMicro] = {};
   for (int p0 = 0; p0 < k; p0 += kBK) {
-    const float4 av = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const int p = p0 + b_row;
-    const float4 bv =
-        p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    as[a_col + 0][a_row] = av.x;  // transposed: a column of A's tile becomes a row
-    as[a_col + 1][a_row] = av.y;
-    as[a_col + 2][a_row] = av.z;
-    as[a_col + 3][a_row] = av.w;
-    *reinterpret_cast<float4*>(&bs[b_row][b_col]) = bv;
+    tiles.store(b, ldb, n, k, col0, p0, as, bs);
     __syncthreads();  // the tiles are whole before anyone reads them
 #pragma unroll
     for (int q = 0; q < kBK; ++q) {
@@ -554,12 +571,7 @@ __global__ void __launch_bounds__(WarpTiles::kThreads, WarpTiles::kBlocksPerSm)
   const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kBlockM,
             col0 = static_cast<int>(blockIdx.x) % tiles_n * kBlockN;
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
-
-  // The pieces this thread copies, as in step 3.
-  const int a_row = tid / 2, a_col = tid % 2 * 4;
-  const int b_row = tid / 32, b_col = tid % 32 * 4;
-  const bool a_inside = row0 + a_row < m;
-  const float* a_src = a + static_cast<std::size_t>(a_inside ? row0 + a_row : 0) * lda;
+  const TransposedTiles<T> tiles(a, lda, m, row0, tid);  // as in step 3
 
   const int am = (warp / kWarpsN) * kWarpM + lane / 4 * 4;  // first of the thread's rows
   const int bn = (warp % kWarpsN) * kWarpN + lane % 4 * 4;  // first of its columns
@@ -568,15 +580,7 @@ __global__ void __launch_bounds__(WarpTiles::kThreads, WarpTiles::kBlocksPerSm)
   const int tiles_k = ceil_div(k, kBK);
   for (int t = 0; t < tiles_k; ++t) {
     const int p0 = t * kBK;
-    const float4 a_next = a_inside ? load4(a_src, p0 + a_col, k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const int p = p0 + b_row;
-    const float4 b_next =
-        p < k ? load4(b + static_cast<std::size_t>(p) * ldb, col0 + b_col, n) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    as[a_col + 0][a_row] = a_next.x;  // transposed, as in step 3
-    as[a_col + 1][a_row] = a_next.y;
-    as[a_col + 2][a_row] = a_next.z;
-    as[a_col + 3][a_row] = a_next.w;
-    *reinterpret_cast<float4*>(&bs[b_row][b_col]) = b_next;
+    tiles.store(b, ldb, n, k, col0, p0, as, bs);
     __syncthreads();  // the tiles are whole before anyone reads them
 #pragma unroll
     for (int q = 0; q < kBK; ++q) {

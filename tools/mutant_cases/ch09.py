@@ -105,8 +105,8 @@ MUTANTS = [
            "[step3][mechanism]", "went to local memory"),
     # Step 3. Whole k-tiles only: the loop stops before a partial last k-tile.
     Mutant("the plain kernel's K tail left out (whole k-tiles only)",
-           [("  for (int p0 = 0; p0 < k; p0 += kBK) {\n    const float4 av = a_inside",
-             "  for (int p0 = 0; p0 + kBK <= k; p0 += kBK) {\n    const float4 av = a_inside")],
+           [("  for (int p0 = 0; p0 < k; p0 += kBK) {\n    tiles.store(",
+             "  for (int p0 = 0; p0 + kBK <= k; p0 += kBK) {\n    tiles.store(")],
            "[step3][correctness]", "the K tail"),
     # Step 3. One barrier a tile: the next tile's stores overwrite what slower warps still read.
     Mutant("no barrier after the plain kernel's compute (the next tiles overwrite these while read)",
@@ -172,7 +172,7 @@ MUTANTS = [
     # Step 3. Every thread fetches its row of A, inside the matrix or not: rows past m are
     # read (the results stay right, as in step 1's mutant) and the unmapped page faults.
     Mutant("the A rows past m fetched too (no row check on the 16-byte loads)",
-           [("  const bool a_inside = row0 + a_row < m;\n", "  const bool a_inside = true;\n")],
+           [("        a_inside(row0 + a_row < m),\n", "        a_inside(true),\n")],
            "[step3][correctness]", "read past the last element"),
 
     # ---- Step 5 ---------------------------------------------------------------------------

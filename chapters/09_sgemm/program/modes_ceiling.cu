@@ -14,7 +14,6 @@
 #include <cublas_v2.h>
 
 #include <cstdio>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,28 +29,8 @@ void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + cublasGetStatusString(s));
 }
 
-// A cuBLAS handle in the default math mode (the library chooses; for FP32 without
-// CUBLAS_TF32_TENSOR_OP_MATH that is still FP32 arithmetic).
-struct DefaultHandle {
-  cublasHandle_t h = nullptr;
-  DefaultHandle() { check(cublasCreate(&h), "cublasCreate"); }
-  ~DefaultHandle() { cublasDestroy(h); }
-  DefaultHandle(const DefaultHandle&) = delete;
-  DefaultHandle& operator=(const DefaultHandle&) = delete;
-  // Row-major C = A B is column-major Cᵀ = Bᵀ Aᵀ: the operands swap, nothing is transposed.
-  void sgemm(const Problem& p, cudaStream_t s) const {
-    const ConstView a = p.a_view(), b = p.b_view();
-    const View c = p.c_view();
-    const float one = 1.0f, zero = 0.0f;
-    check(cublasSetStream(h, s), "cublasSetStream");
-    check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, c.cols, c.rows, a.cols, &one, b.data, b.ld, a.data, a.ld, &zero,
-                      c.data, c.ld),
-          "cublasSgemm (default math)");
-  }
-};
-
-// cuBLASLt's FP32 matmul of the same column-major view, and the algorithms its heuristic
-// returns for it.
+// cuBLASLt's FP32 matmul of the same column-major view as Cublas::sgemm (row-major C = A B
+// is column-major Cᵀ = Bᵀ Aᵀ: the operands swap), and the algorithms its heuristic offers.
 class LtMatmul {
  public:
   explicit LtMatmul(const Problem& p) : p_(p) {
@@ -123,7 +102,7 @@ bool ceiling_mode(Context& c) {
   if (!checked.ok) return false;
   const Reference want = cublas_reference(p, pedantic.c);
 
-  const DefaultHandle default_math;
+  Cublas default_math(false);
   const LtMatmul lt(p);
   struct Candidate {
     std::string name;
@@ -133,7 +112,7 @@ bool ceiling_mode(Context& c) {
   std::vector<Candidate> all = {
       {std::string("cuBLAS, ") + Cublas::math_mode() + " (the bars' ceiling)",
        [&](cudaStream_t s) { run_cublas(c.cublas, p, s); }},
-      {"cuBLAS, default math mode", [&](cudaStream_t s) { default_math.sgemm(p, s); }},
+      {"cuBLAS, default math mode", [&](cudaStream_t s) { default_math.sgemm(p.a_view(), p.b_view(), p.c_view(), s); }},
   };
   for (std::size_t i = 0; i < lt.algorithms(); ++i)
     all.push_back(
