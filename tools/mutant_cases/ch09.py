@@ -255,7 +255,7 @@ MUTANTS = [
            [("    mbarrier_arrive_expect_tx(&full[s], kStageBytes);\n",
              "    mbarrier_arrive_expect_tx(&full[s], kStageBytes * 4u);  // 4 bytes a float\n"),
             ("    wait_phase(&full[stage], parity, true, stage);\n",
-             "    while (!mbarrier_try_wait(&full[stage], parity)) {\n    }\n")],
+             "    while (!mbarrier_try_wait_parity(&full[stage], parity)) {\n    }\n")],
            "[step6]", "the kernel of step 6 never finished", whole=True),
     # Step 6. B's box given as (columns, rows), not (rows, columns): a valid map of 128 rows
     # of k by 32 columns, the same bytes (so the phase completes), laid out where the
