@@ -6,6 +6,7 @@
 #include "sgemm.cuh"
 
 #include "cml/arch.cuh"
+#include "cml/device.hpp"
 #include "cml/errors.hpp"
 #include "cml/ptx.cuh"
 
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 // The solution's marker: the tests refuse a learner's build that contains it (this file
 // copied or included in place of the learner's exercise.cu).
@@ -77,10 +79,11 @@ struct Tiles {
   static_assert(WarpN == 0 || (BlockM / WarpM) * (BlockN / WarpN) * 32 == Threads, "one warp per piece");
 };
 //                    block      threads  warp    thread  k   stages  blocks/SM
-using RegisterTiles = Tiles<128, 128, 256, 0, 0, 8, 8, 8, 1, 2>;  // step 3
-using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 1, 2>;    // step 4
-using PipeTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 16, 4, 2>;   // step 5
-using TmaTiles = Tiles<128, 256, 256, 64, 64, 8, 16, 32, 4, 1>;   // step 6 (2 stages where 4 do not fit)
+using RegisterTiles = Tiles<128, 128, 256, 0, 0, 8, 8, 8, 1, 2>;     // step 3
+using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 1, 2>;       // step 4
+using PipeTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 16, 4, 2>;      // step 5
+using TmaTiles = Tiles<128, 256, 256, 64, 64, 8, 16, 32, 4, 1>;      // step 6 (2 stages where 4 do not fit)
+using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 3, 2>;  // step 6 where TmaTiles fill < 1 wave
 
 // Which tile of C a block computes. In row order, the blocks resident at one time on a C
 // many tiles wide read a few row panels of A against all of B's column panels; here
@@ -285,42 +288,46 @@ __device__ __forceinline__ int piece_bytes(int col, int cols) {
 #endif  // CML_ARCH_HAS_CP_ASYNC
 
 // ---- Step 6's tiles, barriers and copies -----------------------------------------------------
-// Step 6's boxes and barriers, from TmaTiles: a block tile of 128 x 256 at one block per SM,
-// 8 x 16 results a thread (warps 2 x 4, each 64 x 64), fed by the same 16-byte fragment
-// loads, with 4 stages of 48 KiB.
+// Step 6's boxes and barriers, from a Tiles configuration: TmaTiles, a block tile of 128 x 256
+// at one block per SM, 8 x 16 results a thread (warps 2 x 4, each 64 x 64), with 4 stages of
+// 48 KiB; or, where a problem has fewer of those tiles than the GPU has SMs, TmaSmallTiles:
+// 128 x 128 at two blocks an SM, 8 x 8 a thread, 3 stages of 32 KiB (docs/09_sgemm.md).
 namespace tma {
-using T = TmaTiles;
 // 4 stages where a block may have 193 KiB of shared memory (sm_90, sm_100: 227 KiB), 2 where
 // it may not (sm_120: 99 KiB); sgemm_tma picks by the GPU's limit.
 constexpr int kFewStages = 2;
-// A's box is 32 floats wide: each of its rows is exactly 128 bytes, the span of the
-// 128-byte swizzle. The TMA unit stores the 16-byte piece j of row r at piece
-// j ^ (r % 8), so the 8 consecutive rows a warp reads at one k (all in the same bank group
-// unswizzled) land in 8 different groups. B's rows are read along themselves, 4
-// neighbouring pieces at a time: no swizzle needed (nor possible: a swizzled box row is at
-// most 128 bytes).
-constexpr int kSwizzleBytes = T::kBK * static_cast<int>(sizeof(float));
-static_assert(kSwizzleBytes == 128, "A's box rows span exactly one 128-byte swizzle");
-constexpr int kAFloats = T::kBlockM * T::kBK, kBFloats = T::kBK * T::kBlockN;
-constexpr int kStageFloats = kAFloats + kBFloats;
-constexpr unsigned kStageBytes = kStageFloats * sizeof(float);  // what one stage's two boxes deliver
 // The 128-byte swizzle repeats every 1024 bytes and follows the shared address itself: the
 // stages start on 1024 bytes (the dynamic buffer is aligned up at run time, hence the
 // slack), and each box is a multiple of 1024 bytes.
 constexpr int kAlign = 1024;
-constexpr int smem_bytes(int stages) { return stages * static_cast<int>(kStageBytes) + kAlign; }  // 4: 193 KiB
-static_assert(kAFloats * sizeof(float) % kAlign == 0 && kStageBytes % kAlign == 0, "boxes stay 1024-byte aligned");
-// A box dimension is at most 256 elements, and its rows a multiple of 16 bytes.
-static_assert(T::kBK <= 256 && T::kBlockM <= 256 && T::kBlockN <= 256 && T::kBlockN * sizeof(float) % 16 == 0,
-              "TMA box rules");
+template <class T>
+struct Layout {
+  // A's box is 32 floats wide: each of its rows is exactly 128 bytes, the span of the
+  // 128-byte swizzle. The TMA unit stores the 16-byte piece j of row r at piece
+  // j ^ (r % 8), so the 8 consecutive rows a warp reads at one k (all in the same bank group
+  // unswizzled) land in 8 different groups. B's rows are read along themselves, 4
+  // neighbouring pieces at a time: no swizzle needed (nor possible: a swizzled box row is at
+  // most 128 bytes).
+  static constexpr int kSwizzleBytes = T::kBK * static_cast<int>(sizeof(float));
+  static_assert(kSwizzleBytes == 128, "A's box rows span exactly one 128-byte swizzle");
+  static constexpr int kAFloats = T::kBlockM * T::kBK, kBFloats = T::kBK * T::kBlockN;
+  static constexpr int kStageFloats = kAFloats + kBFloats;
+  static constexpr unsigned kStageBytes = kStageFloats * sizeof(float);  // what one stage's two boxes deliver
+  static constexpr int smem_bytes(int stages) { return stages * static_cast<int>(kStageBytes) + kAlign; }
+  static_assert(kAFloats * sizeof(float) % kAlign == 0 && kStageBytes % kAlign == 0, "boxes stay 1024-byte aligned");
+  // A box dimension is at most 256 elements, and its rows a multiple of 16 bytes.
+  static_assert(T::kBK <= 256 && T::kBlockM <= 256 && T::kBlockN <= 256 && T::kBlockN * sizeof(float) % 16 == 0,
+                "TMA box rules");
+  // The empty barrier of a stage: one arrival per warp, by its lane 0 once the warp's lanes
+  // are done with the stage.
+  static constexpr unsigned kConsumers = T::kThreads / 32;
+};
 }  // namespace tma
 
 #if CML_ARCH_HAS_TMA
 // The sm_90 instructions, compiled for sm_90 and later only (step 6's kernel uses them under
 // the same condition).
 
-// The empty barrier of a stage: every thread arrives once per use.
-constexpr unsigned kConsumers = TmaTiles::kThreads;
 // A phase lands in microseconds; one that has not completed after 4 s never will.
 constexpr unsigned long long kWaitLimitNs = 4'000'000'000ull;
 
@@ -332,7 +339,7 @@ constexpr unsigned long long kWaitLimitNs = 4'000'000'000ull;
          " did not complete"                                      \
          " in 4 s (a byte count, a parity or an arrival that never comes)\n")
 __device__ __noinline__ void give_up(bool full, int stage) {
-  static_assert(TmaTiles::kStages <= 4, "one message per stage below");
+  static_assert(TmaTiles::kStages <= 4 && TmaSmallTiles::kStages <= 4, "one message per stage below");
   switch (stage) {
     case 0: full ? CH09_GAVE_UP("full", 0) : CH09_GAVE_UP("empty", 0); break;
     case 1: full ? CH09_GAVE_UP("full", 1) : CH09_GAVE_UP("empty", 1); break;
@@ -707,22 +714,25 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 
 // ---- Step 6 -----------------------------------------------------------------------------
 // Each stage has two barriers. "full": one arrival (thread 0's expect_tx of the stage's
-// bytes) plus the two boxes' bytes; every thread waits on it before computing. "empty":
-// every thread arrives after computing; thread 0 waits on it before refilling the stage,
-// so no box overwrites data still being read. Tile t uses stage t % Stages for the
+// bytes) plus the two boxes' bytes; every thread waits on it before computing. "empty": each
+// warp arrives once after computing (its lane 0, after the warp's lanes met at __syncwarp);
+// thread 0 waits on it before refilling the stage, so no box overwrites data still being
+// read. One arrival per warp, not per thread: 8 where there were 256 (docs/09: 0.72 -> 0.93
+// of cuBLAS in a probe build). Tile t uses stage t % Stages for the
 // (t / Stages)-th time: both barriers' phase parity is (t / Stages) & 1.
 //
 // Thread 0 refills the stage of tile t - 1 at the start of iteration t, not that of tile t
 // at its end: by then the other warps have usually finished tile t - 1, so its wait on the
 // empty barrier rarely stalls, and Stages - 1 tiles stay in flight behind the one computed.
 // The maps are __grid_constant__ parameters: the TMA unit reads them where they lie.
-template <int Stages>
-__global__ void __launch_bounds__(TmaTiles::kThreads, TmaTiles::kBlocksPerSm)
+template <class T, int Stages>
+__global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm)
     sgemm_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      float* __restrict__ c, int ldc, int m, int n, int k) {
 #if CML_ARCH_HAS_TMA
-  using namespace tma;  // T = TmaTiles, and its boxes and barriers
-  constexpr int kBK = T::kBK;
+  using L = tma::Layout<T>;  // its boxes and barriers
+  constexpr int kBK = T::kBK, kAFloats = L::kAFloats, kStageFloats = L::kStageFloats, kAlign = tma::kAlign;
+  constexpr unsigned kStageBytes = L::kStageBytes;
   extern __shared__ __align__(128) float4 dyn_smem[];
   __shared__ std::uint64_t full[Stages], empty[Stages];
   const std::uint32_t raw = shared_address(dyn_smem);
@@ -736,7 +746,7 @@ __global__ void __launch_bounds__(TmaTiles::kThreads, TmaTiles::kBlocksPerSm)
   if (tid == 0) {
     for (int s = 0; s < Stages; ++s) {
       mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], kConsumers);
+      mbarrier_init(&empty[s], L::kConsumers);
     }
     fence_proxy_async_shared();
   }
@@ -769,7 +779,8 @@ __global__ void __launch_bounds__(TmaTiles::kThreads, TmaTiles::kBlocksPerSm)
     wait_phase(&full[stage], parity, true, stage);
     const float* as = stages + stage * kStageFloats;
     multiply_stage<T, kBK>(as, as + kAFloats, am, bn, swizzle, acc);
-    mbarrier_arrive(&empty[stage]);
+    __syncwarp();                                   // every lane of this warp has read the stage...
+    if (lane == 0) mbarrier_arrive(&empty[stage]);  // ...and one arrival says so
     if (++stage == Stages) {
       stage = 0;
       parity ^= 1u;
@@ -791,22 +802,45 @@ __global__ void __launch_bounds__(TmaTiles::kThreads, TmaTiles::kBlocksPerSm)
 namespace {
 
 // Past 48 KiB a block's dynamic shared memory must be asked for, once per instantiation.
-template <int Stages>
+template <class T, int Stages>
 void launch_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, View c, int k, cudaStream_t stream) {
-  static const bool asked = allow_shared(sgemm_tma_kernel<Stages>, tma::smem_bytes(Stages));
+  constexpr int kBytes = tma::Layout<T>::smem_bytes(Stages);
+  static const bool asked = allow_shared(sgemm_tma_kernel<T, Stages>, kBytes);
   (void)asked;
-  sgemm_tma_kernel<Stages><<<tile_blocks(c.rows, c.cols, TmaTiles::kBlockM, TmaTiles::kBlockN), TmaTiles::kThreads,
-                             tma::smem_bytes(Stages), stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
+  sgemm_tma_kernel<T, Stages><<<tile_blocks(c.rows, c.cols, T::kBlockM, T::kBlockN), T::kThreads, kBytes, stream>>>(
+      map_a, map_b, c.data, c.ld, c.rows, c.cols, k);
 }
 
 // Whether a block of this GPU may have the shared memory of `stages` stages: one attribute,
 // read at each call (not the device's whole properties, which the host cannot afford per
 // launch: chapters/09_sgemm/provided.cu, require_tma).
+template <class T>
 bool tma_stages_fit(int stages) {
   int device = 0, bytes = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return tma::smem_bytes(stages) + 2 * stages * static_cast<int>(sizeof(std::uint64_t)) <= bytes;  // + the barriers
+  return tma::Layout<T>::smem_bytes(stages) + 2 * stages * static_cast<int>(sizeof(std::uint64_t)) <=
+         bytes;  // + the barriers
+}
+
+// The maps of A and B in T's boxes, then T's kernel with as many stages as fit.
+template <class T>
+void run_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
+  const int m = c.rows, n = c.cols, k = a.cols;
+  // With k = 0 there is no tile to load, and no map to encode (a dimension of 0 is no
+  // tensor): the kernel never reads the empty maps and stores zeros.
+  CUtensorMap map_a{}, map_b{};
+  if (k > 0) {
+    map_a = tensor_map(a.data, m, k, a.ld, T::kBlockM, T::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
+    map_b = tensor_map(b.data, k, n, b.ld, T::kBK, T::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
+  }
+  if constexpr (std::is_same_v<T, TmaTiles>) {  // 4 stages (193 KiB) do not fit sm_120's 99 KiB
+    if (!tma_stages_fit<T>(T::kStages)) {
+      launch_tma<T, tma::kFewStages>(map_a, map_b, c, k, stream);
+      return;
+    }
+  }
+  launch_tma<T, T::kStages>(map_a, map_b, c, k, stream);  // TmaSmallTiles' 3 stages (97 KiB) fit every sm_90+
 }
 
 }  // namespace
@@ -814,19 +848,15 @@ bool tma_stages_fit(int stages) {
 void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   check_gemm_shapes("sgemm_tma", a, b, c);
   require_tma("sgemm_tma");
-  const int m = c.rows, n = c.cols, k = a.cols;
+  const int m = c.rows, n = c.cols;
   if (m == 0 || n == 0) return;
-  // With k = 0 there is no tile to load, and no map to encode (a dimension of 0 is no
-  // tensor): the kernel never reads the empty maps and stores zeros.
-  CUtensorMap map_a{}, map_b{};
-  if (k > 0) {
-    map_a = tensor_map(a.data, m, k, a.ld, TmaTiles::kBlockM, TmaTiles::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
-    map_b = tensor_map(b.data, k, n, b.ld, TmaTiles::kBK, TmaTiles::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
-  }
-  if (tma_stages_fit(TmaTiles::kStages))
-    launch_tma<TmaTiles::kStages>(map_a, map_b, c, k, stream);
+  // The wide tile where its tiles fill every SM at least once; below that (1280^3: 50 tiles
+  // for 132 SMs) the 128 x 128 tile, twice as many blocks at two an SM (docs/09_sgemm.md).
+  const long long wide_tiles = static_cast<long long>(ceil_div(m, TmaTiles::kBlockM)) * ceil_div(n, TmaTiles::kBlockN);
+  if (wide_tiles >= cml::usable_sm_count())
+    run_tma<TmaTiles>(a, b, c, stream);
   else
-    launch_tma<tma::kFewStages>(map_a, map_b, c, k, stream);
+    run_tma<TmaSmallTiles>(a, b, c, stream);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -237,6 +237,8 @@ MUTANTS = [
     Mutant("one stage (each tile's boxes awaited before its math, none in flight during it)",
            [("using TmaTiles      = Tiles<128, 256, 256,  64, 64,  8, 16, 32,  4,      1>;",
              "using TmaTiles      = Tiles<128, 256, 256,  64, 64,  8, 16, 32,  1,      1>;"),
+            ("using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 3, 2>;",
+             "using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 1, 2>;"),
             ("constexpr int kFewStages = 2;\n", "constexpr int kFewStages = 1;\n")],
            "[step6][mechanism]", "Give the pipeline two or more stages"),
     # Step 6. The byte count in the wrong unit: kStageBytes is already bytes. The phase
@@ -253,20 +255,20 @@ MUTANTS = [
            [("    mbarrier_arrive_expect_tx(&full[s], kStageBytes);\n",
              "    mbarrier_arrive_expect_tx(&full[s], kStageBytes * 4u);  // 4 bytes a float\n"),
             ("    wait_phase(&full[stage], parity, true, stage);\n",
-             "    while (!mbarrier_try_wait(&full[stage], parity)) {\n    }\n")],
+             "    while (!mbarrier_try_wait_parity(&full[stage], parity)) {\n    }\n")],
            "[step6]", "the kernel of step 6 never finished", whole=True),
     # Step 6. B's box given as (columns, rows), not (rows, columns): a valid map of 128 rows
     # of k by 32 columns, the same bytes (so the phase completes), laid out where the
     # kernel expects 32 rows of 128.
     Mutant("B's box dimensions swapped (128 rows x 32 columns)",
-           [("    map_b = tensor_map(b.data, k, n, b.ld, TmaTiles::kBK, TmaTiles::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);\n",
-             "    map_b = tensor_map(b.data, k, n, b.ld, TmaTiles::kBlockN, TmaTiles::kBK, CU_TENSOR_MAP_SWIZZLE_NONE);\n")],
+           [("    map_b = tensor_map(b.data, k, n, b.ld, T::kBK, T::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);\n",
+             "    map_b = tensor_map(b.data, k, n, b.ld, T::kBlockN, T::kBK, CU_TENSOR_MAP_SWIZZLE_NONE);\n")],
            "[step6][correctness]", "wrong everywhere"),
     # Step 6. A's box swapped: 128 floats (512 bytes) a box row, past the 128-byte swizzle's
     # span, which the driver refuses (the wrapper throws with the CUresult).
     Mutant("A's box dimensions swapped (box rows of 512 bytes under the 128-byte swizzle)",
-           [("    map_a = tensor_map(a.data, m, k, a.ld, TmaTiles::kBlockM, TmaTiles::kBK, CU_TENSOR_MAP_SWIZZLE_128B);\n",
-             "    map_a = tensor_map(a.data, m, k, a.ld, TmaTiles::kBK, TmaTiles::kBlockM, CU_TENSOR_MAP_SWIZZLE_128B);\n")],
+           [("    map_a = tensor_map(a.data, m, k, a.ld, T::kBlockM, T::kBK, CU_TENSOR_MAP_SWIZZLE_128B);\n",
+             "    map_a = tensor_map(a.data, m, k, a.ld, T::kBK, T::kBlockM, CU_TENSOR_MAP_SWIZZLE_128B);\n")],
            "[step6][correctness]", "cuTensorMapEncodeTiled refused"),
     # Step 6. The TMA unit swizzled A's rows; the reads do not undo it: piece j of row r
     # is read from piece j, where j ^ (r % 8) lies. Only rows with r % 8 == 0 come out right.
@@ -276,7 +278,7 @@ MUTANTS = [
     # Step 6. The give-up message printed with arguments: printf passes them through a
     # buffer in local memory, STL in the kernel's SASS.
     Mutant("the wait's give-up message printed with arguments (a local-memory buffer)",
-           [('  static_assert(TmaTiles::kStages <= 4, "one message per stage below");\n'
+           [('  static_assert(TmaTiles::kStages <= 4 && TmaSmallTiles::kStages <= 4, "one message per stage below");\n'
              "  switch (stage) {\n"
              '    case 0: full ? CH09_GAVE_UP("full", 0) : CH09_GAVE_UP("empty", 0); break;\n'
              '    case 1: full ? CH09_GAVE_UP("full", 1) : CH09_GAVE_UP("empty", 1); break;\n'
@@ -289,8 +291,8 @@ MUTANTS = [
     # Step 6. No proxy fence after the barrier inits: right on these GPUs, outside the PTX
     # memory model; only the PTX check sees it.
     Mutant("no proxy fence after the mbarrier inits of step 6",
-           [("      mbarrier_init(&empty[s], kConsumers);\n    }\n    fence_proxy_async_shared();\n",
-             "      mbarrier_init(&empty[s], kConsumers);\n    }\n")],
+           [("      mbarrier_init(&empty[s], L::kConsumers);\n    }\n    fence_proxy_async_shared();\n",
+             "      mbarrier_init(&empty[s], L::kConsumers);\n    }\n")],
            "[step6][mechanism]", "is not followed by fence.proxy.async or fence.mbarrier_init"),
     # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
     Mutant("sgemm_tiled on the legacy stream",
