@@ -172,7 +172,7 @@ namespace cml::tile_sum {
 // The words thread t computes on: the 16-byte piece of words 4u .. 4u + 3 with
 // u = (t + kThreads / 2) % kThreads, half a block away. Whoever copies a tile (a 4-byte
 // copy of words t, t + 256, ..., a 16-byte copy of words 4t .. 4t + 3, a bulk copy, a TMA
-// box), thread t computes on words another thread (in another warp) or the copy engine put
+// box), thread t computes on words another thread (in another warp) or the TMA unit put
 // there: as in a transpose, a stencil or a matrix tile, the consumer of a word is not its
 // copier. So the whole tile must have arrived for every thread (a wait AND a block barrier)
 // before any thread calls this, and every thread must be done before the tile is refilled.

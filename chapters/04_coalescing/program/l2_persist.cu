@@ -14,6 +14,7 @@
 #include "coalescing.cuh"
 
 #include "cml/errors.hpp"
+#include "cml/l2_persist.hpp"
 #include "cml/ncu.hpp"
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
@@ -58,53 +59,9 @@ __global__ void table_stream(const float* __restrict__ table, unsigned table_flo
   }
 }
 
-// What the device says about persisting L2 (0 where it has none: before 8.0, or not lent).
-struct PersistLimits {
-  std::size_t max_persisting = 0;  // cudaDevAttrMaxPersistingL2CacheSize
-  std::size_t max_window = 0;      // cudaDevAttrMaxAccessPolicyWindowSize
-};
-
-PersistLimits persist_limits(int device) {
-  int persisting = 0, window = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&persisting, cudaDevAttrMaxPersistingL2CacheSize, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&window, cudaDevAttrMaxAccessPolicyWindowSize, device));
-  return {static_cast<std::size_t>(persisting), static_cast<std::size_t>(window)};
-}
-
-// The L2 set aside for persisting lines, for the life of the object. A device that refuses
-// it (MIG, MPS) leaves why_not() set and nothing changed; otherwise the destructor turns
-// persisting lines back to normal and restores the limit found, so nothing after this mode
-// runs with less L2 than before.
-class PersistingCarveOut {
- public:
-  explicit PersistingCarveOut(std::size_t bytes) {
-    if (!attempt(cudaDeviceGetLimit(&previous_, cudaLimitPersistingL2CacheSize), "cudaDeviceGetLimit")) return;
-    set_ = attempt(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes), "cudaDeviceSetLimit");
-    if (set_) CUDA_CHECK(cudaDeviceGetLimit(&granted_, cudaLimitPersistingL2CacheSize));  // the driver may round
-  }
-  PersistingCarveOut(const PersistingCarveOut&) = delete;
-  PersistingCarveOut& operator=(const PersistingCarveOut&) = delete;
-  ~PersistingCarveOut() {
-    if (!set_) return;
-    cml::detail::warn_on_error(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
-    cml::detail::warn_on_error(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, previous_),
-                               "restoring cudaLimitPersistingL2CacheSize");
-  }
-  const std::string& why_not() const { return why_not_; }
-  std::size_t previous() const { return previous_; }
-  std::size_t granted() const { return granted_; }
-
- private:
-  bool attempt(cudaError_t e, const char* call) {
-    if (e == cudaSuccess) return true;
-    why_not_ = std::string(call) + "(cudaLimitPersistingL2CacheSize) failed: " + cudaGetErrorString(e);
-    (void)cudaGetLastError();  // not a sticky error: the rest of the program goes on
-    return false;
-  }
-  std::size_t previous_ = 0, granted_ = 0;
-  bool set_ = false;
-  std::string why_not_;
-};
+using cml::persist_limits;
+using cml::PersistingCarveOut;
+using cml::PersistLimits;
 
 // The window on `stream`: accesses to [base, base + bytes) persist for a fraction hit_ratio of
 // its lines and stream (evict first) for the rest; bytes = 0 turns it off.

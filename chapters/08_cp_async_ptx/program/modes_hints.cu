@@ -2,7 +2,8 @@
 // copy checked against the CPU and its SASS read from this program, then timed interleaved:
 // (1) a stream of --size through shared memory with each hint, beside cudaMemcpy; (2) what
 // an L2 policy is for: a hot array copied again after a stream of --size, the stream plain
-// or evict_first, or the hot array evict_last; (3) ignore-src: half of the pieces not read,
+// or evict_first, or the hot array evict_last, with the persisting L2 set-aside as found and
+// at its largest; (3) ignore-src: half of the pieces not read,
 // in runs of 512 bytes or of 16, against copying them all. See modes.hpp.
 #include "hint_copies.hpp"
 #include "modes.hpp"
@@ -10,6 +11,7 @@
 
 #include "cml/buffers.hpp"
 #include "cml/errors.hpp"
+#include "cml/l2_persist.hpp"
 #include "cml/table.hpp"
 #include "cml/timing.hpp"
 #include "cml/verify.hpp"
@@ -165,18 +167,40 @@ bool time_reuse(Context& c, Pieces& cold, int blocks) {
     prepare.push_back(b.prepare);
     work.push_back(copy(hot, Hint::none));
   }
-  const auto st = cml::time_interleaved(prepare, work, c.stream, c.run.timing);
-  std::printf(
-      "\n-- The hot array: %s MiB copied (in and out: half of the %s MiB L2), timed right after what each row "
-      "names; the stream: %s MiB --\n",
-      fixed(hot.bytes() / 1048576.0, 1).c_str(), fixed(c.run.facts.l2_bytes / 1048576.0, 0).c_str(),
-      fixed(cold.bytes() / 1048576.0, 0).c_str());
-  cml::Table t("cache_hints_reuse",
-               {"before each timed copy of the hot array", "ms", "GB/s", "of the first row's time"});
-  for (std::size_t i = 0; i < before.size(); ++i)
-    t.row({before[i].what, cml::with_noise(st[i]), fixed(cml::gbps(2 * hot.bytes(), st[i].median_ms), 0),
-           fixed(st[0].median_ms / st[i].median_ms, 3)});
-  c.run.emit(t);
+  const auto measure = [&](const char* table, const std::string& set_aside) {
+    const auto st = cml::time_interleaved(prepare, work, c.stream, c.run.timing);
+    std::printf(
+        "\n-- The hot array: %s MiB copied (in and out: half of the %s MiB L2), timed right after what each row "
+        "names; the stream: %s MiB; %s --\n",
+        fixed(hot.bytes() / 1048576.0, 1).c_str(), fixed(c.run.facts.l2_bytes / 1048576.0, 0).c_str(),
+        fixed(cold.bytes() / 1048576.0, 0).c_str(), set_aside.c_str());
+    cml::Table t(table, {"before each timed copy of the hot array", "ms", "GB/s", "of the first row's time"});
+    for (std::size_t i = 0; i < before.size(); ++i)
+      t.row({before[i].what, cml::with_noise(st[i]), fixed(cml::gbps(2 * hot.bytes(), st[i].median_ms), 0),
+             fixed(st[0].median_ms / st[i].median_ms, 3)});
+    c.run.emit(t);
+  };
+  {
+    std::size_t limit = 0;
+    CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+    measure("cache_hints_reuse", "persisting set-aside (cudaLimitPersistingL2CacheSize) " +
+                                     fixed(limit / 1048576.0, 1) + " MiB, as this process found it");
+  }
+  // The same rows with the largest set-aside the device allows: evict_last lines may be
+  // kept only inside it (docs/08, "What an L2 policy is for").
+  const cml::PersistLimits limits = cml::persist_limits(c.run.facts.index);
+  if (limits.max_persisting == 0) {
+    std::printf(
+        "(no persisting L2 on this GPU: cudaDevAttrMaxPersistingL2CacheSize is 0; the set-aside rows are "
+        "skipped)\n");
+  } else {
+    const cml::PersistingCarveOut carve(limits.max_persisting);
+    if (!carve.why_not().empty())
+      std::printf("(the set-aside rows are skipped: %s)\n", carve.why_not().c_str());
+    else
+      measure("cache_hints_reuse_set_aside",
+              "persisting set-aside " + fixed(carve.granted() / 1048576.0, 1) + " MiB, the most this GPU allows");
+  }
   const bool hot_ok = same_words(hot.landed(copy(hot, Hint::none), c.stream), hot.host, "the hot array's copy");
   return same_words(cold.landed(copy(cold, Hint::evict_first), c.stream), cold.host, "the stream, evict_first") &&
          hot_ok;
