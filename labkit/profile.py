@@ -26,10 +26,11 @@ from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, EXIT_USAGE, ROOT, LabError
 from .doctor import counter_permission
 from .processes import find_cuda_tool, last_lines, run_quiet
 from .plots import python_with_matplotlib
-from .profile_rules import (DURATION, SpecError, TimelineSpec, compare, compare_runs, duration_row, launch_of,
-                            parse_ncu_csv, parse_spec, table_lines, timeline_findings)
+from .profile_rules import (DURATION, SpecError, TimelineSpec, compare, compare_runs, duration_row, launch_line,
+                            launch_of, parse_ncu_csv, parse_spec, slower_unexplained, stall_rows, table_lines,
+                            timeline_findings)
 from .run import program_target
-from .timeline import parse_trace, render, summarize
+from .timeline import common_span, parse_trace, render, summarize
 from .state import state_dir, write_atomically
 from .terminal import display_path, paint, progress, say
 from .toolchain import setup
@@ -68,6 +69,12 @@ def gpu_name() -> Optional[str]:
     rc, out = run_quiet([smi, "--query-gpu=name", "--format=csv,noheader"], timeout=60)
     names = [l.strip() for l in out.splitlines() if l.strip()]
     return names[0] if rc == 0 and names else None
+
+
+def gpu_slug(name: str) -> str:
+    """A GPU's name as a file name's part: "NVIDIA H100 80GB HBM3" -> "h100"."""
+    words = [w for w in name.lower().replace("nvidia", "").split() if w]
+    return "".join(c for c in (words[0] if words else "gpu") if c.isalnum()) or "gpu"
 
 
 def require_profiler() -> str:
@@ -166,8 +173,7 @@ def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path
         runs[whose] = (folder, run_for_trace(target_output(tc.build, target, fallback), spec, folder, tc.env,
                                              tc.build, whose))
     say(f"chapter {ch.num}: {spec.what}; {gpu}")
-    all_acts = [a for _, acts in runs.values() for a in acts]
-    span = max(a.end - a.start for a in all_acts) if all_acts else 0
+    span = common_span([acts for _, acts in runs.values()])
     summaries = {}
     for whose in ["your", "the solution's"]:
         if whose not in runs:
@@ -262,12 +268,19 @@ def cmd_profile(args, root: Path = ROOT) -> int:
         reference = yours if args.solution else profile_launch(ncu, reference_exe, s.target, s.kernel, metrics,
                                                                  tc.env, tc.build, "the solution's")
         rows = compare(spec.counters_of(step), yours, reference, ch.num)
+        rows += stall_rows(spec.stalls_of(step), yours, reference, ch.num)
         duration = duration_row(yours, reference)
         say("")
         say(paint(f"step {step}: {s.kernel}", "bold") + (f" — {s.note}" if s.note else ""))
         for line in table_lines(rows, duration, mine):
             say(line)
-        if not any(r.differs for r in rows) and not args.solution:
+        launch = launch_line(yours, reference, mine)
+        if launch:
+            say(launch)
+        unexplained = "" if args.solution else slower_unexplained(rows, duration, ch.num)
+        if unexplained:
+            say("  " + unexplained)
+        elif not any(r.differs for r in rows) and not args.solution:
             say("  no counter differs from the solution's past its tolerance")
         stamp = time.strftime("%Y%m%d-%H%M%S")
         result = {"chapter": ch.num, "step": step, "kernel": s.kernel, "target": s.target, "gpu": gpu,
@@ -276,7 +289,7 @@ def cmd_profile(args, root: Path = ROOT) -> int:
                   "rows": [r.__dict__ for r in rows]}
         saved = record(folder, f"step{step}-{stamp}", result)
         if getattr(args, "record", None):
-            fixture = root / FIXTURES / f"{ch.num}_step{step}_{args.record}.json"
+            fixture = root / FIXTURES / f"{ch.num}_step{step}_{args.record}_{gpu_slug(gpu)}.json"
             write_atomically(fixture, json.dumps({"chapter": ch.num, "step": step, "kernel": s.kernel, "gpu": gpu,
                                                "date": time.strftime("%Y-%m-%d"), "learner_file": args.record,
                                                "yours": yours, "solution": reference}, indent=1, sort_keys=True))

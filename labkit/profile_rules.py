@@ -6,10 +6,15 @@ A spec:
   {"what": "...", "steps": {"K": {"kernel": NAME, "target": CML_TARGET, "note": ...}},
    "counters": [{"label": ..., "metric": M | "ratio": [NUM, DEN], "scale": S, "digits": D,
                  "worse": "higher" | "lower", "tolerance": T, "meaning": ..., "step": K,
-                 "steps": [K, ...]}]}
-A counter differs where yours is worse than the solution's by more than `tolerance` (a
-fraction of the solution's value, or, where that is 0, of `floor`); its sentence is
-`meaning`, pointing at `step`'s hints.
+                 "steps": [K, ...]}],
+   "stalls": {"steps": [K, ...], "top": N, "tolerance": T, "floor": F,
+              "meanings": {REASON: {"meaning": ..., "step": K}}}}
+A counter differs where yours is worse than the solution's by more than `tolerance` times
+the larger of the solution's value and `floor` (the scale of "a little": a counter near 0
+in the solution does not make noise a difference); its sentence is `meaning`, pointing at
+`step`'s hints. "stalls" adds, for its steps, the top N reasons warps of either kernel
+waited (ncu's warp-state counters, in warps stalled per issued instruction); a reason with a
+meaning is judged like a counter.
 """
 
 from __future__ import annotations
@@ -21,6 +26,21 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 DURATION = "gpu__time_duration.sum"     # ns: every profile reads it, beside the chapter's counters
+
+# Why warps did not issue, as ncu names the reasons on every GPU from sm_75 (Kernel Profiling
+# Guide, "Warp Stall Reasons"): each the average number of warps stalled for it per issued
+# instruction.
+STALL_REASONS = ("long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "barrier", "membar",
+                 "math_pipe_throttle", "not_selected", "selected", "wait", "dispatch_stall", "no_instruction",
+                 "branch_resolving", "drain", "imc_miss", "tex_throttle", "sleeping")
+
+
+def stall_metric(reason: str) -> str:
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+
+
+# What the launch was: ncu's raw page gives these with every profile.
+LAUNCH = ("launch__grid_size", "launch__block_size", "launch__registers_per_thread", "launch__sm_count")
 
 
 class SpecError(ValueError):
@@ -59,19 +79,34 @@ class StepSpec:
 
 
 @dataclass
+class Stalls:
+    steps: tuple                        # the steps whose kernels show their stall reasons
+    top: int = 3                        # how many reasons, the largest of either kernel first
+    tolerance: float = 0.5
+    floor: float = 0.5                  # warps per issue: below this a reason is not worth a sentence
+    meanings: dict = field(default_factory=dict)   # reason -> (meaning, step)
+
+
+@dataclass
 class Spec:
     what: str
     steps: dict                         # step number -> StepSpec
     counters: list = field(default_factory=list)
+    stalls: Optional[Stalls] = None
 
     def counters_of(self, step: int) -> list:
         return [c for c in self.counters if c.steps is None or step in c.steps]
+
+    def stalls_of(self, step: int) -> Optional[Stalls]:
+        return self.stalls if self.stalls is not None and step in self.stalls.steps else None
 
     def metrics_of(self, step: int) -> list:
         """Every ncu metric the step's counters read, duration first, each once."""
         out = [DURATION]
         for c in self.counters_of(step):
             out += [m for m in c.metrics if m not in out]
+        if self.stalls_of(step):
+            out += [stall_metric(r) for r in STALL_REASONS]
         return out
 
 
@@ -147,7 +182,18 @@ def parse_spec(text: str, where: str = "profile.json"):
                                 _need(c, "meaning", str, w), step, float(c.get("scale", 1.0)),
                                 int(c.get("digits", 3)), float(c.get("floor", 0.0)),
                                 tuple(only) if only is not None else None))
-    return Spec(_need(d, "what", str, where), steps, counters)
+    stalls = None
+    if "stalls" in d:
+        st = _need(d, "stalls", dict, where)
+        w = f"{where} stalls"
+        meanings = {}
+        for reason, m in st.get("meanings", {}).items():
+            if reason not in STALL_REASONS:
+                raise SpecError(f"{w}: no stall reason {reason!r} (ncu's: {', '.join(STALL_REASONS)})")
+            meanings[reason] = (_need(m, "meaning", str, f"{w} {reason}"), int(_need(m, "step", int, f"{w} {reason}")))
+        stalls = Stalls(tuple(_need(st, "steps", list, w)), int(st.get("top", 3)), float(st.get("tolerance", 0.5)),
+                        float(st.get("floor", 0.5)), meanings)
+    return Spec(_need(d, "what", str, where), steps, counters, stalls)
 
 
 def _number(text: str) -> Optional[float]:
@@ -200,12 +246,61 @@ def compare(counters: list, yours: dict, reference: dict, chapter: str) -> list:
         y, r = c.value(yours), c.value(reference)
         differs = False
         if y is not None and r is not None:
-            gap = (y - r) if c.worse == "higher" else (r - y)
-            scale = abs(r) if r else c.floor
-            differs = gap > c.tolerance * scale if scale > 0 else gap > 0
+            differs = _worse(y, r, c.worse, c.tolerance, c.floor)
         sentence = f"{c.meaning} (step {c.step}; ./lab hint {chapter} --step {c.step})" if differs else ""
         rows.append(Row(c.label, y, r, differs, sentence, c.digits))
     return rows
+
+
+def _worse(y: float, r: float, worse: str, tolerance: float, floor: float) -> bool:
+    gap = (y - r) if worse == "higher" else (r - y)
+    scale = max(abs(r), floor)
+    return gap > tolerance * scale if scale > 0 else gap > 0
+
+
+def stall_rows(stalls: Optional[Stalls], yours: dict, reference: dict, chapter: str) -> list:
+    """The top reasons warps of either kernel waited, as rows; one with a meaning in the spec
+    is named where yours waits on it more than the solution's past the tolerance."""
+    if stalls is None:
+        return []
+    got = [(r, yours.get(stall_metric(r)), reference.get(stall_metric(r))) for r in STALL_REASONS]
+    got = [g for g in got if g[1] is not None or g[2] is not None]
+    got.sort(key=lambda g: -max(g[1] or 0.0, g[2] or 0.0))
+    rows = []
+    for reason, y, r in got[:stalls.top]:
+        differs, sentence = False, ""
+        if reason in stalls.meanings and y is not None and r is not None:
+            differs = _worse(y, r, "higher", stalls.tolerance, stalls.floor)
+            meaning, step = stalls.meanings[reason]
+            sentence = f"{meaning} (step {step}; ./lab hint {chapter} --step {step})" if differs else ""
+        rows.append(Row(f"stalled on {reason} (warps per issue)", y, r, differs, sentence, 3))
+    return rows
+
+
+def launch_line(yours: dict, reference: dict, mine: str = "yours", theirs: str = "solution") -> str:
+    """The two launches in one line (grid, block, registers), or "" where ncu gave none."""
+    def one(v: dict) -> Optional[str]:
+        grid, block, regs = (v.get(k) for k in LAUNCH[:3])
+        if grid is None or block is None:
+            return None
+        sms = v.get("launch__sm_count")
+        per_sm = f" ({grid / sms:.3g} a SM)" if sms else ""
+        return f"{grid:,.0f} blocks{per_sm} of {block:,.0f} threads" + (f", {regs:.0f} registers" if regs else "")
+    y, r = one(yours), one(reference)
+    if y is None or r is None:
+        return ""
+    return f"  launch: {mine} {y}; {theirs} {r}" if y != r else f"  launch: both {y}"
+
+
+def slower_unexplained(rows: list, duration: tuple, chapter: str, threshold: float = 1.5) -> str:
+    """A sentence where your kernel is much slower yet no row differs: the counters this
+    chapter reads do not see why, so say where to look instead."""
+    ratio = duration[2]
+    if ratio is None or ratio < threshold or any(r.differs for r in rows):
+        return ""
+    return (f"your kernel took {ratio:.2f}× the solution's time, yet no counter above differs past its "
+            f"tolerance: compare the launch line (how many blocks keep the SMs busy) and run ./lab check "
+            f"{chapter}, whose speed test names the step")
 
 
 def duration_row(yours: dict, reference: dict) -> tuple:

@@ -107,6 +107,12 @@ def summarize(acts: list) -> Optional[Summary]:
 SYMBOL = {"copies host→device": ">", "copies device→host": "<", "kernels": "K", "memsets": "m"}
 
 
+def common_span(traces: list) -> float:
+    """One scale for several traces drawn one above the other: the longest of them, each
+    measured from its own first activity (ns)."""
+    return max((max(a.end for a in t) - min(a.start for a in t) for t in traces if t), default=0)
+
+
 def render(acts: list, width: int = 64, by: str = "engine", span: Optional[tuple] = None) -> list:
     """One row per lane (engine, or stream with by="stream"): a cell is marked where anything of
     the lane ran during that cell's slice of the span. `span` (start, end) lets two traces be

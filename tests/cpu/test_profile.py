@@ -62,7 +62,8 @@ class Specs(unittest.TestCase):
             for c in spec.counters:
                 self.assertIn(f"| {c.step} |", readme, f"{name}: '{c.label}' points at a step the README lacks")
                 for m in c.metrics:
-                    self.assertRegex(m, r"^[a-z0-9]+__[a-z0-9_]+\.(sum|avg|max)(\.[a-z_]+)?$", f"{name}: {m}")
+                    self.assertRegex(m, r"^([a-z0-9]+__[a-z0-9_]+\.(sum|avg|max)(\.[a-z_]+)?|launch__[a-z_]+)$",
+                                     f"{name}: {m}")
 
     def test_a_spec_that_lacks_a_part_is_refused_with_what_is_missing(self):
         with self.assertRaisesRegex(pr.SpecError, "'steps' is missing"):
@@ -88,9 +89,14 @@ class RecordedPairs(unittest.TestCase):
             f = json.loads(path.read_text())
             spec = pr.parse_spec((ROOT / "chapters").glob(f"{f['chapter']}_*/profile.json").__next__().read_text())
             rows = pr.compare(spec.counters_of(f["step"]), f["yours"], f["solution"], f["chapter"])
+            rows += pr.stall_rows(spec.stalls_of(f["step"]), f["yours"], f["solution"], f["chapter"])
             differs = [r.label for r in rows if r.differs]
             with self.subTest(fixture=path.name, gpu=f["gpu"], date=f["date"]):
-                if f["learner_file"] == "starter":
+                if f.get("known_gap"):
+                    # A pair the chapter's counters do not yet tell apart, said in the file; a
+                    # new recording replaces it (and then must name the difference).
+                    self.assertEqual(differs, [], f"{path.name}: its gap is closed; drop 'known_gap'")
+                elif f["learner_file"] == "starter":
                     self.assertTrue(differs, f"{path.name}: the starter's counters match the solution's")
                 else:
                     self.assertEqual(differs, [], f"{path.name}: the solution differs from itself")
@@ -130,6 +136,35 @@ class Rules(unittest.TestCase):
         c = pr.Counter("conflicts per load", ("c", "l"), "higher", 0.5, "pad", 2, floor=0.1)
         self.assertFalse(pr.compare([c], {"c": 4.0, "l": 100.0}, {"c": 0.0, "l": 100.0}, "05")[0].differs)
         self.assertTrue(pr.compare([c], {"c": 3100.0, "l": 100.0}, {"c": 0.0, "l": 100.0}, "05")[0].differs)
+
+    def test_near_zero_in_the_solution_the_floor_keeps_noise_from_being_a_difference(self):
+        # Recorded on an H200: the solution against itself read 0.000206 and 0.000088
+        # conflicts per load, a factor 2.3 of nothing.
+        c = pr.Counter("conflicts per load", ("c", "l"), "higher", 0.5, "pad", 2, floor=0.1)
+        self.assertFalse(pr.compare([c], {"c": 0.0206, "l": 100.0}, {"c": 0.0088, "l": 100.0}, "05")[0].differs)
+
+    def test_stall_rows_show_the_top_reasons_and_name_only_those_with_a_meaning(self):
+        st = pr.Stalls((2,), top=2, tolerance=0.5, floor=0.5, meanings={"short_scoreboard": ("same row", 2)})
+        m = pr.stall_metric
+        yours = {m("short_scoreboard"): 6.0, m("long_scoreboard"): 3.0, m("barrier"): 0.1}
+        ref = {m("short_scoreboard"): 0.4, m("long_scoreboard"): 9.0, m("barrier"): 0.1}
+        rows = pr.stall_rows(st, yours, ref, "06")
+        self.assertEqual([r.label for r in rows], ["stalled on long_scoreboard (warps per issue)",
+                                                   "stalled on short_scoreboard (warps per issue)"])
+        self.assertFalse(rows[0].differs)
+        self.assertTrue(rows[1].differs)
+        self.assertIn("same row (step 2; ./lab hint 06 --step 2)", rows[1].sentence)
+        self.assertEqual(pr.stall_rows(None, yours, ref, "06"), [])
+
+    def test_a_much_slower_kernel_with_no_differing_counter_is_sent_to_the_launch_and_the_check(self):
+        one = {"launch__grid_size": 1.0, "launch__block_size": 256.0, "launch__sm_count": 132.0}
+        many = {"launch__grid_size": 1056.0, "launch__block_size": 256.0, "launch__sm_count": 132.0}
+        self.assertIn("yours 1 blocks (0.00758 a SM) of 256 threads; solution 1,056 blocks (8 a SM)",
+                      pr.launch_line(one, many))
+        self.assertEqual(pr.launch_line(many, many), "  launch: both 1,056 blocks (8 a SM) of 256 threads")
+        same = pr.Row("x", 1.0, 1.0, False, "")
+        self.assertIn("601.87× the solution's time", pr.slower_unexplained([same], (5913.0, 9.824, 601.87), "04"))
+        self.assertEqual(pr.slower_unexplained([same], (10.0, 9.0, 1.11), "04"), "")
 
     def test_lower_is_worse_where_the_spec_says_so(self):
         c = pr.Counter("hit rate", ("h",), "lower", 0.1, "keep it in L2", 5)
@@ -195,6 +230,22 @@ class Timeline(unittest.TestCase):
         said = pr.timeline_findings(sequential, staged, spec, "02")
         self.assertTrue(any("overlapped 0% of your span against 85%" in s and "--step 1" in s for s in said), said)
         self.assertEqual(pr.timeline_findings(staged, staged, spec, "02"), [])
+
+    def test_two_recorded_runs_share_one_scale_the_longer_runs(self):
+        # ./lab profile 02 on an H200, 2026-12-05: the shipped starter (pageable, one stream)
+        # and the solution, as the learner's file.
+        f = ROOT / "tests" / "cpu" / "fixtures" / "profile"
+        starter = tl.parse_trace((f / "02_timeline_staged_starter_h200.csv").read_text())
+        solution = tl.parse_trace((f / "02_timeline_staged_solution_h200.csv").read_text())
+        span = tl.common_span([starter, solution])
+        self.assertAlmostEqual(span / 1000, 82124.7, delta=0.1)        # the starter's whole run
+        mine = tl.render(starter, span=(0, span))
+        theirs = tl.render(solution, span=(0, span))
+        self.assertTrue(mine[1].split("|")[1].endswith("<"))            # its copy-out ends the scale
+        self.assertEqual(theirs[0].split("|")[1].rstrip(), ">" * 5)     # 6.1 ms of 82: the first cells
+        spec = pr.parse_spec((ROOT / "chapters" / "02_streams" / "profile.json").read_text())
+        said = pr.timeline_findings(tl.summarize(starter), tl.summarize(solution), spec, "02")
+        self.assertTrue(any("overlapped 0% of your span against 82%" in s for s in said), said)
 
     def test_overlap_is_the_time_both_sets_share_over_their_span(self):
         self.assertAlmostEqual(tl.overlap_fraction([(0, 10)], [(5, 20)]), 5 / 20)
