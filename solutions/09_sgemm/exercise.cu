@@ -318,9 +318,6 @@ struct Layout {
   // A box dimension is at most 256 elements, and its rows a multiple of 16 bytes.
   static_assert(T::kBK <= 256 && T::kBlockM <= 256 && T::kBlockN <= 256 && T::kBlockN * sizeof(float) % 16 == 0,
                 "TMA box rules");
-  // The empty barrier of a stage: one arrival per warp, by its lane 0 once the warp's lanes
-  // are done with the stage.
-  static constexpr unsigned kConsumers = T::kThreads / 32;
 };
 }  // namespace tma
 
@@ -733,6 +730,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm)
   using L = tma::Layout<T>;  // its boxes and barriers
   constexpr int kBK = T::kBK, kAFloats = L::kAFloats, kStageFloats = L::kStageFloats, kAlign = tma::kAlign;
   constexpr unsigned kStageBytes = L::kStageBytes;
+  // The empty barrier of a stage: one arrival per warp, by its lane 0 once the warp's lanes
+  // are done with the stage.
+  constexpr unsigned kConsumers = T::kThreads / 32;
   extern __shared__ __align__(128) float4 dyn_smem[];
   __shared__ std::uint64_t full[Stages], empty[Stages];
   const std::uint32_t raw = shared_address(dyn_smem);
@@ -746,7 +746,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm)
   if (tid == 0) {
     for (int s = 0; s < Stages; ++s) {
       mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], L::kConsumers);
+      mbarrier_init(&empty[s], kConsumers);
     }
     fence_proxy_async_shared();
   }

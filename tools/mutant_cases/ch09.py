@@ -291,8 +291,8 @@ MUTANTS = [
     # Step 6. No proxy fence after the barrier inits: right on these GPUs, outside the PTX
     # memory model; only the PTX check sees it.
     Mutant("no proxy fence after the mbarrier inits of step 6",
-           [("      mbarrier_init(&empty[s], L::kConsumers);\n    }\n    fence_proxy_async_shared();\n",
-             "      mbarrier_init(&empty[s], L::kConsumers);\n    }\n")],
+           [("      mbarrier_init(&empty[s], kConsumers);\n    }\n    fence_proxy_async_shared();\n",
+             "      mbarrier_init(&empty[s], kConsumers);\n    }\n")],
            "[step6][mechanism]", "is not followed by fence.proxy.async or fence.mbarrier_init"),
     # Issue 26: a launch on another stream than the one given (the trace shows where it ran).
     Mutant("sgemm_tiled on the legacy stream",
