@@ -97,7 +97,8 @@ def build_parsers() -> dict:
     ps["diff"] = p
     p = _chapter_parser("./lab profile", "Your kernels and the solution's, profiled side by side. On the same "
                         "input, under Nsight Compute: the counters chapter NN teaches, and what each difference "
-                        "means; for a transfer chapter, both runs' CUPTI traces as timelines, their overlap and "
+                        "means, the launches, and where a chapter reads them the top reasons its warps stalled; "
+                        "for a transfer chapter, both runs' CUPTI traces as timelines, their overlap and "
                         "their gaps. Each run is saved under .lab/profile/NN/ (JSON and CSV). Exit 0 profiled, "
                         "1 your kernel failed or does not compile, 77 no GPU, no ncu or no counter permission.")
     p.add_argument("--step", type=int, metavar="K", help="only step K (default: every step the chapter profiles)")
