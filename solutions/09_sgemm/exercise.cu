@@ -92,6 +92,11 @@ using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 3, 2>;  // step 6 w
 struct TileOrigin {
   int row0, col0;
 };
+// In row order: block b takes tile b of C read row by row, ceil(n / block_n) tiles to a row.
+__device__ __forceinline__ TileOrigin row_order_tile(int n, int block_m, int block_n) {
+  const int tiles_n = ceil_div(n, block_n), b = static_cast<int>(blockIdx.x);
+  return {b / tiles_n * block_m, b % tiles_n * block_n};
+}
 template <class T>
 __device__ __forceinline__ TileOrigin grouped_tile(int m, int n) {
   constexpr int kGroup = 8, BlockM = T::kBlockM, BlockN = T::kBlockN;
@@ -407,9 +412,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSm)
                        float* __restrict__ c, int ldc, int m, int n, int k) {
   __shared__ float as[kTile][kTile];  // as[r][p] = A(row0 + r, p0 + p)
   __shared__ float bs[kTile][kTile];  // bs[p][x] = B(p0 + p, col0 + x)
-  const int tiles_n = ceil_div(n, kTile);
-  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kTile;
-  const int col0 = static_cast<int>(blockIdx.x) % tiles_n * kTile;
+  const auto [row0, col0] = row_order_tile(n, kTile, kTile);
   const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
   float acc[kPerThread] = {};
   for (int p0 = 0; p0 < k; p0 += kTile) {
@@ -457,11 +460,9 @@ void sgemm_tiled(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // (one row per warp) and keeps its 32 columns.
 __global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSm)
     gram_tiled_kernel(const float* __restrict__ a, int lda, float* __restrict__ c, int ldc, int m, int k) {
-  __shared__ float rows_i[kTile][kTile];      // rows_i[r][p] = A(row0 + r, p0 + p)
-  __shared__ float rows_j[kTile][kTile + 1];  // rows_j[r][p] = A(col0 + r, p0 + p), padded
-  const int tiles_n = ceil_div(m, kTile);
-  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kTile;
-  const int col0 = static_cast<int>(blockIdx.x) % tiles_n * kTile;
+  __shared__ float rows_i[kTile][kTile];                      // rows_i[r][p] = A(row0 + r, p0 + p)
+  __shared__ float rows_j[kTile][kTile + 1];                  // rows_j[r][p] = A(col0 + r, p0 + p), padded
+  const auto [row0, col0] = row_order_tile(m, kTile, kTile);  // C is m x m
   const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
   float acc[kPerThread] = {};
   for (int p0 = 0; p0 < k; p0 += kTile) {
@@ -512,9 +513,7 @@ __global__ void __launch_bounds__(RegisterTiles::kThreads, RegisterTiles::kBlock
   constexpr int kAPitch = kTransposedPitch<T>;
   __shared__ __align__(16) float as[kBK][kAPitch];
   __shared__ __align__(16) float bs[kBK][kBlockN];
-  const int tiles_n = ceil_div(n, kBlockN);
-  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kBlockM,
-            col0 = static_cast<int>(blockIdx.x) % tiles_n * kBlockN;
+  const auto [row0, col0] = row_order_tile(n, kBlockM, kBlockN);
   const int tid = static_cast<int>(threadIdx.x), ty = tid / 16, tx = tid % 16;
   const TransposedTiles<T> tiles(a, lda, m, row0, tid);
 
@@ -571,9 +570,7 @@ __global__ void __launch_bounds__(WarpTiles::kThreads, WarpTiles::kBlocksPerSm)
   constexpr int kAPitch = kTransposedPitch<T>;
   __shared__ __align__(16) float as[kBK][kAPitch];
   __shared__ __align__(16) float bs[kBK][kBlockN];
-  const int tiles_n = ceil_div(n, kBlockN);
-  const int row0 = static_cast<int>(blockIdx.x) / tiles_n * kBlockM,
-            col0 = static_cast<int>(blockIdx.x) % tiles_n * kBlockN;
+  const auto [row0, col0] = row_order_tile(n, kBlockM, kBlockN);
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const TransposedTiles<T> tiles(a, lda, m, row0, tid);  // as in step 3
 
