@@ -57,7 +57,7 @@ class Counter:
     step: int                           # the step (and hints) that addresses it
     scale: float = 1.0
     digits: int = 3
-    floor: float = 0.0                  # the scale of "a little" where the solution's value is 0
+    floor: float = 0.0                  # the least scale of "a little": near 0, noise is no difference
     steps: Optional[tuple] = None       # only these steps' kernels (None: every step)
 
     def value(self, values: dict) -> Optional[float]:

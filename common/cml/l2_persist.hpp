@@ -2,6 +2,8 @@
 // 04 (an access policy window) and 08 (cache policies measured with and without a set-aside).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <string>
 
@@ -30,7 +32,7 @@ class PersistingCarveOut {
   std::size_t granted() const { return granted_; }
 
  private:
-  bool attempt(int error, const char* call);
+  bool attempt(cudaError_t e, const char* call);
   std::size_t previous_ = 0, granted_ = 0;
   bool set_ = false;
   std::string why_not_;

@@ -27,8 +27,7 @@ PersistingCarveOut::~PersistingCarveOut() {
                         "restoring cudaLimitPersistingL2CacheSize");
 }
 
-bool PersistingCarveOut::attempt(int error, const char* call) {
-  const auto e = static_cast<cudaError_t>(error);
+bool PersistingCarveOut::attempt(cudaError_t e, const char* call) {
   if (e == cudaSuccess) return true;
   why_not_ = std::string(call) + "(cudaLimitPersistingL2CacheSize) failed: " + cudaGetErrorString(e);
   (void)cudaGetLastError();  // not a sticky error: the rest of the program goes on

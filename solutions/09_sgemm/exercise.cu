@@ -711,8 +711,8 @@ void sgemm_pipelined(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // bytes) plus the two boxes' bytes; every thread waits on it before computing. "empty": each
 // warp arrives once after computing (its lane 0, after the warp's lanes met at __syncwarp);
 // thread 0 waits on it before refilling the stage, so no box overwrites data still being
-// read. One arrival per warp, not per thread: 8 where there were 256 (docs/09: 0.72 -> 0.93
-// of cuBLAS in a probe build). Tile t uses stage t % Stages for the
+// read. One arrival per warp, not per thread: 8 arrivals a stage where there were 256, the
+// largest single gain of this step (docs/09_sgemm.md). Tile t uses stage t % Stages for the
 // (t / Stages)-th time: both barriers' phase parity is (t / Stages) & 1.
 //
 // Thread 0 refills the stage of tile t - 1 at the start of iteration t, not that of tile t

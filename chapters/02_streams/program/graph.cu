@@ -9,7 +9,6 @@
 #include "cml/timing.hpp"
 #include "cml/verify.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -96,20 +95,18 @@ bool graph_mode(const Problem& p, const Plan& plan, const Phases& copies, const 
           chunks, why.c_str());
       return false;
     }
-    ok &= cml::report(verify_pipeline(
-                          p, [&] { g.launch(stream); }, want),
-                      ("the graph of " + std::to_string(chunks) + " chunks").c_str());
+    const auto launch_graph = [&] { g.launch(stream); };
+    ok &= cml::report(verify_pipeline(p, launch_graph, want), "the graph of " + std::to_string(chunks) + " chunks");
     const auto st = cml::time_interleaved(
         {[&](cudaStream_t x) { run_sequential(p, x); },
          [&](cudaStream_t) { run_staged(p, streams, chunks, plan.order); }, [&](cudaStream_t x) { g.launch(x); }},
         stream, run.timing, cml::Clock::Host);
-    // The contention-aware bound: staging hides all but the longer of the kernel and the two
-    // copy directions sharing the link (staged_vs_sequential.hpp).
-    const double bound_ms = std::max(copies.both, kernel_ms);
+    // Each against the contention-aware bound, as the program's other tables judge it.
+    const Row staged{p.cycles, copies.h2d, kernel_ms, copies.d2h, copies.both, st[0], st[1]};
+    const Row graph{p.cycles, copies.h2d, kernel_ms, copies.d2h, copies.both, st[0], st[2]};
     t.row({std::to_string(chunks), std::to_string(g.nodes()), fixed(st[0].median_ms, 3), fixed(st[1].median_ms, 3),
-           cml::format_noise(st[1]), fixed(st[2].median_ms, 3), cml::format_noise(st[2]),
-           fixed(bound_ms / st[1].median_ms, 3), fixed(bound_ms / st[2].median_ms, 3),
-           fixed(st[1].median_ms / st[2].median_ms, 3)});
+           cml::format_noise(st[1]), fixed(st[2].median_ms, 3), cml::format_noise(st[2]), fixed(staged.efficiency(), 3),
+           fixed(graph.efficiency(), 3), fixed(st[1].median_ms / st[2].median_ms, 3)});
   }
   run.emit(t);
   std::printf(
