@@ -24,6 +24,7 @@ from .build import build_targets, target_output
 from .chapters import Chapter, chapter_of, require_exercise
 from .core import EXIT_FAIL, EXIT_OK, EXIT_SKIP, EXIT_USAGE, ROOT, LabError
 from .doctor import counter_permission
+from .needs import course_needs
 from .processes import find_cuda_tool, last_lines, run_quiet
 from .plots import python_with_matplotlib
 from .profile_rules import (DURATION, SpecError, TimelineSpec, compare, compare_runs, duration_row, launch_line,
@@ -69,6 +70,31 @@ def gpu_name() -> Optional[str]:
     rc, out = run_quiet([smi, "--query-gpu=name", "--format=csv,noheader"], timeout=60)
     names = [l.strip() for l in out.splitlines() if l.strip()]
     return names[0] if rc == 0 and names else None
+
+
+def gpu_compute_capability() -> Optional[tuple]:
+    """The first GPU's compute capability as (major, minor), or None where nvidia-smi does not
+    say (an old driver: then every step is tried, and a target that cannot run says why)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    rc, out = run_quiet([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=60)
+    first = out.strip().splitlines()[0].strip() if rc == 0 and out.strip() else ""
+    major, _, minor = first.partition(".")
+    return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
+
+
+def unmet_need(chapter: str, step: int, cc: Optional[tuple], root: Path = ROOT) -> str:
+    """Why this GPU cannot run the step's kernel (needs.txt's compute capability), or ""."""
+    if cc is None:
+        return ""
+    for n in course_needs(root):
+        if n.chapter != chapter or n.key != "cc" or not (n.first == 0 or n.first <= step <= n.last):
+            continue
+        major, _, minor = n.value.partition(".")
+        if cc < (int(major), int(minor or 0)):
+            return f"step {step} needs {n.describe()} ({n.what}); this GPU has {cc[0]}.{cc[1]}"
+    return ""
 
 
 def gpu_slug(name: str) -> str:
@@ -249,6 +275,10 @@ def cmd_profile(args, root: Path = ROOT) -> int:
     if timeline:
         return profile_timeline(ch, spec, args, gpu, root)
     steps = [args.step] if args.step is not None else sorted(spec.steps)
+    cc = gpu_compute_capability()
+    unmet = {k: unmet_need(ch.num, k, cc, root) for k in steps}
+    if all(unmet.values()):
+        raise LabError("; ".join(unmet.values()), EXIT_SKIP)
     ncu = require_profiler()
     tc = setup(root, catch2_required=True)
     solution_target, learner_target = f"test_ch{ch.num}_solution", f"test_ch{ch.num}_learner"
@@ -260,6 +290,10 @@ def cmd_profile(args, root: Path = ROOT) -> int:
     folder = state_dir(root) / "profile" / ch.num
     say(f"chapter {ch.num}: {spec.what}; {gpu}")
     for step in steps:
+        if unmet[step]:
+            say("")
+            say(paint(f"step {step}: skipped", "bold") + f" — {unmet[step]}")
+            continue
         s = spec.steps[step]
         metrics = spec.metrics_of(step)
         progress(f"step {step}: {s.kernel} under ncu ({'the solution' if args.solution else 'yours, then the solution'})...")

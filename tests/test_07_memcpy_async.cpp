@@ -77,6 +77,23 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged array", "[.tar
   }
 }
 
+// Not a test: what ./lab profile 07 runs under ncu (chapters/07_memcpy_async/profile.json).
+// CML_TARGET=timed-<variant> (timed-cg, timed-barrier, timed-pipelineN, timed-fast) runs
+// that learner kernel once as its speed bar times it: the large array, 2 blocks per SM, no
+// compute, 3 stages where the kernel has stages.
+TEST_CASE("profile target: one learner kernel as its speed bar runs it", "[.target]") {
+  const auto target = cml::test::target_name();
+  if (!target) return;
+  for (const auto& v : ch07::variants()) {
+    if (*target != std::string("timed-") + v.name || v.fixed_stages == 1) continue;
+    const TimedArray t(2);
+    cml::Stream s;
+    v.fn(t.job(v.staged ? 3 : 1), s);
+    s.synchronize();
+    return;
+  }
+}
+
 // ---- Step 1 -----------------------------------------------------------------------------
 
 CML_INTEGRITY_CASE(07, "07_memcpy_async")

@@ -18,6 +18,10 @@
 //   build/tests/test_ch08_solution "[.measure]"      both sides of the speed bars, five runs each
 #include "test_08_cp_async_ptx.hpp"
 
+#include "cml/exit_codes.hpp"
+
+#include <cstdlib>
+
 namespace {
 
 // ---- Speed ----------------------------------------------------------------------------------
@@ -42,16 +46,29 @@ Timed timed_tma(int stages) {
   };
 }
 
+// The large array every speed bar times (whole rows of 8192 words, for TMA), with the
+// partials of `per_sm` blocks per SM.
+struct TimedArray {
+  std::size_t n = cml::test::large_array_bytes() / sizeof(Word) / 8192 * 8192;
+  int blocks;
+  cml::DeviceBuffer<Word> in{n};
+  cml::DeviceBuffer<Word> partial;
+  explicit TimedArray(int per_sm)
+      : blocks(per_sm * cml::test::device().sm_count), partial(static_cast<std::size_t>(blocks)) {
+    CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
+    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  }
+  cml::Work work(const Timed& f) const {
+    return [this, f](cudaStream_t s) { f(in.data(), n, partial.data(), blocks, s); };
+  }
+};
+
 // Every timed function on the same large array at `per_sm` blocks per SM, no compute,
 // interleaved: their Stats in order.
 std::vector<cml::Stats> time_all(const std::vector<Timed>& fns, int per_sm) {
-  const auto& d = cml::test::device();
-  const std::size_t n = cml::test::large_array_bytes() / sizeof(Word) / 8192 * 8192;
-  const int blocks = per_sm * d.sm_count;
-  cml::DeviceBuffer<Word> in(n), partial(static_cast<std::size_t>(blocks));
-  CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
+  const TimedArray t(per_sm);
   std::vector<cml::Work> work;
-  for (const auto& f : fns) work.push_back([&, f](cudaStream_t s) { f(in.data(), n, partial.data(), blocks, s); });
+  for (const auto& f : fns) work.push_back(t.work(f));
   return cml::test::time_together(work);
 }
 
@@ -120,6 +137,38 @@ TEST_CASE("sanitizer target: one learner kernel on a small ragged input", "[.tar
     err = o.wrong + o.stalled;
   }
   if (!err.empty()) std::printf("%s: %s\n", target.c_str(), err.c_str());
+}
+
+// Not a test: what ./lab profile 08 runs under ncu (chapters/08_cp_async_ptx/profile.json).
+// CML_TARGET=timed-<kernel> runs that learner kernel once as its speed bar times it, at 3
+// stages, no compute: timed-pipeline and timed-bulk at 2 blocks per SM, timed-fast at 4,
+// timed-tma at 4 with tma_plan's stages (bulk and tma need sm_90: the run says so and skips).
+TEST_CASE("profile target: one learner kernel as its speed bar runs it", "[.target]") {
+  const auto target = cml::test::target_name();
+  if (!target || target->rfind("timed-", 0) != 0) return;
+  const std::string what = target->substr(6);
+  if ((what == "bulk" || what == "tma") && cml::test::device().cc_major < 9) {
+    std::printf("%s needs compute capability 9.0 (this GPU has %d.%d)\n", target->c_str(), cml::test::device().cc_major,
+                cml::test::device().cc_minor);
+    std::exit(cml::kExitSkip);
+  }
+  Timed fn;
+  int per_sm = 2;
+  if (what == "pipeline") {
+    fn = timed_1d(ch08::sum_pipeline, 3);
+  } else if (what == "fast") {
+    fn = timed_1d(ch08::sum_fast, 3), per_sm = 4;
+  } else if (what == "bulk") {
+    fn = timed_1d(ch08::sum_bulk, 3);
+  } else if (what == "tma") {
+    fn = timed_tma(ch08::tma_plan().stages), per_sm = 4;
+  } else {
+    return;
+  }
+  const TimedArray t(per_sm);
+  cml::Stream s;
+  t.work(fn)(s);
+  s.synchronize();
 }
 
 // ---- Step 1 -----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from labkit import profile_rules as pr  # noqa: E402
 from labkit import timeline as tl  # noqa: E402
-from labkit.profile import record, previous_run  # noqa: E402
+from labkit.profile import record, previous_run, unmet_need  # noqa: E402
 
 # ncu 2025's raw page as --csv --page raw --print-units base writes it: a header, a units
 # line, one row per launch, digits maybe grouped, ==PROF== lines around.
@@ -59,6 +59,15 @@ class Specs(unittest.TestCase):
                 self.assertIn(f"| {step} |", readme, f"{name}: step {step} is not in the README's table")
                 self.assertTrue(spec.counters_of(step), f"{name} step {step} reads no counter")
                 self.assertEqual(spec.metrics_of(step)[0], pr.DURATION)
+            tests = "".join(q.read_text() for q in (ROOT / "tests").glob(f"test_{name}.*")) + "".join(
+                q.read_text() for q in (ROOT / "chapters" / name).glob("harness.*"))
+            for step, s in spec.steps.items():
+                # the [.target] case knows the name, whole or as "timed-" + a variant's name;
+                # "kernels" is the case that launches all the chapter's kernels once each
+                named = f'"{s.target}"' in tests or (
+                    s.target.startswith("timed-") and f'"{s.target[len("timed-"):]}"' in tests and '"timed-' in tests
+                ) or (s.target == "kernels" and "profile target: the chapter's kernels once each" in tests)
+                self.assertTrue(named, f"{name} step {step}: no [.target] case launches {s.target!r}")
             for c in spec.counters:
                 self.assertIn(f"| {c.step} |", readme, f"{name}: '{c.label}' points at a step the README lacks")
                 for m in c.metrics:
@@ -252,6 +261,25 @@ class Timeline(unittest.TestCase):
         self.assertEqual(tl.overlap_fraction([(0, 10)], [(10, 20)]), 0.0)
         self.assertEqual(tl.shared([(0, 4), (2, 6)], [(3, 5)]), 2)
         self.assertEqual(tl.render([]), ["(the trace is empty)"])
+
+
+class Needs(unittest.TestCase):
+    """A step whose kernel this GPU cannot run (needs.txt) is skipped with the reason, not
+    profiled into ncu's 'no launch'."""
+
+    def test_a_step_above_the_gpus_compute_capability_is_named_with_what_it_needs(self):
+        why = unmet_need("08", 4, (8, 9))
+        self.assertIn("step 4 needs compute capability 9.0", why)
+        self.assertIn("this GPU has 8.9", why)
+        self.assertEqual(unmet_need("08", 3, (8, 9)), "")
+        self.assertEqual(unmet_need("08", 5, (9, 0)), "")
+
+    def test_a_chapter_wide_need_covers_every_step(self):
+        self.assertTrue(all(unmet_need("07", k, (7, 5)) for k in (1, 2, 3, 4)))
+        self.assertEqual(unmet_need("09", 3, (7, 5)), "")
+
+    def test_an_unknown_capability_never_skips(self):
+        self.assertEqual(unmet_need("08", 5, None), "")
 
 
 class CommandLine(unittest.TestCase):
