@@ -212,7 +212,8 @@ def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path
         for line in render(acts, span=(t0, t0 + max(span, 1))):
             say(line)
         if summaries[whose]:
-            say("  " + summaries[whose].lines()[0])
+            for line in summaries[whose].lines():
+                say("  " + line)
     findings = []
     if "your" in summaries and summaries["your"] and summaries["the solution's"]:
         mine, ref = summaries["your"], summaries["the solution's"]
@@ -231,7 +232,9 @@ def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path
         now = summaries["your"].__dict__
         say(f"  yours now against {display_path(before)}:")
         for key, label in (("span_us", "span (µs)"), ("copy_kernel", "copy and kernel together"),
-                           ("in_out", "copies both ways together"), ("idle_us", "nothing running (µs)")):
+                           ("in_out", "copies both ways together"), ("idle_us", "nothing running (µs)"),
+                           ("htod_copies", "host→device copies"), ("pageable_copies", "copies of pageable memory"),
+                           ("gpu_faults", "GPU page faults")):
             say(f"  {label:<28} {was.get(key, float('nan')):>12,.3f} {now[key]:>12,.3f}")
     say(f"  saved: {display_path(base / f'timeline-{stamp}.json')}, the traces under {display_path(base)}/{stamp}-*/")
     py = python_with_matplotlib(root)

@@ -111,28 +111,59 @@ class Spec:
 
 
 @dataclass
+class TimelineCheck:
+    """One thing a transfer chapter's trace is judged on, yours against the solution's."""
+    kind: str                           # one of TIMELINE_CHECKS
+    step: int                           # the step (and hints) that addresses it
+    meaning: str                        # what a difference means, for a learner
+    tolerance: float = 0.15
+
+
+# overlap: copies and kernels in flight together, less than the solution's by more than the
+# tolerance (a fraction of the span); idle: the GPU idle between your operations, more than
+# twice the solution's and 50 µs; copies: more host→device copies than the solution's by more
+# than the tolerance (a fraction) and one; pageable: more copies with pageable host memory;
+# faults: more GPU page faults than the solution's by more than the tolerance and 16.
+TIMELINE_CHECKS = ("overlap", "idle", "copies", "pageable", "faults")
+
+
+@dataclass
 class TimelineSpec:
     """A transfer chapter's profile: its program run with --out, the CUPTI trace it writes."""
     what: str
-    file: str                           # the trace of the learner's pipeline (and the solution's)
+    file: str                           # the trace of the learner's run (and the solution's)
     baseline: str                       # a trace drawn first for scale (the sequential run), or ""
     args: list                          # the program's arguments
-    step: int                           # where overlap is taught
-    tolerance: float                    # overlap below the solution's by more than this is named
-    meaning: str
+    step: int                           # the step whose code the trace shows
+    checks: list                        # TimelineCheck, in the order their sentences come
+
+
+def _check_finding(c: TimelineCheck, yours, reference) -> str:
+    if c.kind == "overlap" and yours.copy_kernel < reference.copy_kernel - c.tolerance:
+        return (f"copies and kernels overlapped {100 * yours.copy_kernel:.0f}% of your span against "
+                f"{100 * reference.copy_kernel:.0f}% of the solution's: {c.meaning}")
+    if c.kind == "idle" and yours.idle_us > 2 * reference.idle_us + 50:
+        return (f"the GPU sat idle {yours.idle_us:,.0f} µs between your operations against "
+                f"{reference.idle_us:,.0f}: {c.meaning}")
+    if c.kind == "copies" and yours.htod_copies > reference.htod_copies * (1 + c.tolerance) + 1:
+        return (f"your run issued {yours.htod_copies} host→device copies against the solution's "
+                f"{reference.htod_copies}: {c.meaning}")
+    if c.kind == "pageable" and yours.pageable_copies > reference.pageable_copies:
+        return (f"{yours.pageable_copies} of your copies moved pageable host memory (the solution's: "
+                f"{reference.pageable_copies}): {c.meaning}")
+    if c.kind == "faults" and yours.gpu_faults > reference.gpu_faults * (1 + c.tolerance) + 16:
+        return (f"the GPU took {yours.gpu_faults:,} page faults in your run against the solution's "
+                f"{reference.gpu_faults:,}: {c.meaning}")
+    return ""
 
 
 def timeline_findings(yours, reference, spec: TimelineSpec, chapter: str) -> list:
     """Sentences for a learner's trace summary against the solution's (timeline.Summary)."""
     out = []
-    hint = f"(step {spec.step}; ./lab hint {chapter} --step {spec.step})"
-    if yours.copy_kernel < reference.copy_kernel - spec.tolerance:
-        out.append(f"copies and kernels overlapped {100 * yours.copy_kernel:.0f}% of your span against "
-                   f"{100 * reference.copy_kernel:.0f}% of the solution's: {spec.meaning} {hint}")
-    if yours.idle_us > 2 * reference.idle_us + 50:
-        out.append(f"the GPU sat idle {yours.idle_us:,.0f} µs between your operations against "
-                   f"{reference.idle_us:,.0f}: something in your loop waits for the GPU, or allocates, "
-                   f"between chunks {hint}")
+    for c in spec.checks:
+        text = _check_finding(c, yours, reference)
+        if text:
+            out.append(f"{text} (step {c.step}; ./lab hint {chapter} --step {c.step})")
     return out
 
 
@@ -154,9 +185,16 @@ def parse_spec(text: str, where: str = "profile.json"):
     if "timeline" in d:
         t = _need(d, "timeline", dict, where)
         w = f"{where} timeline"
+        checks = []
+        for i, c in enumerate(_need(t, "checks", list, w)):
+            wc = f"{w} check {i + 1}"
+            kind = _need(c, "kind", str, wc)
+            if kind not in TIMELINE_CHECKS:
+                raise SpecError(f"{wc}: no check {kind!r} ({', '.join(TIMELINE_CHECKS)})")
+            checks.append(TimelineCheck(kind, int(_need(c, "step", int, wc)), _need(c, "meaning", str, wc),
+                                        float(c.get("tolerance", 0.15))))
         return TimelineSpec(_need(d, "what", str, where), _need(t, "file", str, w), t.get("baseline", ""),
-                            list(t.get("args", [])), int(_need(t, "step", int, w)),
-                            float(_need(t, "tolerance", (int, float), w)), _need(t, "meaning", str, w))
+                            list(t.get("args", [])), int(_need(t, "step", int, w)), checks)
     steps = {}
     for k, s in _need(d, "steps", dict, where).items():
         if not k.isdigit() or not isinstance(s, dict):

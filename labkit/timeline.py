@@ -1,8 +1,9 @@
 """A CUPTI trace (the chapters' timeline_*.csv: type,name,kind,src,dst,bytes,stream,start_ns,
-end_ns) as a timeline in the terminal: one row per engine or per stream, and the figures that
-say whether the work overlapped — the same overlap fractions the chapters' programs print
-(cml::overlap_fraction: time two sets of intervals share, over the span of both), and the
-gaps where nothing ran. Pure: tests/cpu/test_profile.py reads recorded traces."""
+end_ns,count) as a timeline in the terminal: one row per engine or per stream, and the figures
+that say whether the work overlapped — the same overlap fractions the chapters' programs print
+(cml::overlap_fraction: time two sets of intervals share, over the span of both) — the gaps
+where nothing ran, the copies and where they read from, and unified memory's migrations and
+page faults. Pure: tests/cpu/test_profile.py reads recorded traces."""
 
 from __future__ import annotations
 
@@ -14,22 +15,37 @@ from typing import Optional
 
 @dataclass
 class Activity:
-    type: str          # copy, kernel, memset
-    kind: str          # HtoD, DtoH, DtoD... for copies
+    type: str          # copy, kernel, memset, unified
+    kind: str          # HtoD, DtoH, DtoD... for copies; bytes_HtoD, gpu_page_fault... for unified
     stream: str
     start: int         # ns
     end: int
+    src: str = ""      # a copy's memory: pageable, pinned, device, managed...
+    dst: str = ""
+    bytes: int = 0     # a copy's or a migration's bytes
+    count: int = 0     # a unified record's faults (or events)
+
+
+def _int(text) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return 0
 
 
 def parse_trace(text: str) -> list:
+    """The timed records of a trace. Unified memory's records may be instants (a page fault
+    group): they are kept with end == start; other records need a length."""
     out = []
     for r in csv.DictReader(io.StringIO(text)):
         try:
             start, end = int(r["start_ns"]), int(r["end_ns"])
         except (KeyError, TypeError, ValueError):
             continue
-        if end > start:
-            out.append(Activity(r.get("type", ""), r.get("kind", ""), r.get("stream", ""), start, end))
+        kind = r.get("type", "")
+        if end > start or (kind == "unified" and end == start):
+            out.append(Activity(kind, r.get("kind", ""), r.get("stream", ""), start, end, r.get("src", "") or "",
+                                r.get("dst", "") or "", _int(r.get("bytes")), _int(r.get("count"))))
     return out
 
 
@@ -69,9 +85,15 @@ def overlap_fraction(a: list, b: list) -> float:
     return shared(a, b) / span if span > 0 else 0.0
 
 
+UNIFIED_LANES = {"bytes_HtoD": "migrations host→device", "bytes_DtoH": "migrations device→host",
+                 "gpu_page_fault": "GPU page faults", "cpu_page_fault": "CPU page faults"}
+
+
 def lane_of(a: Activity) -> str:
     if a.type == "copy":
         return {"HtoD": "copies host→device", "DtoH": "copies device→host"}.get(a.kind, f"copies {a.kind}")
+    if a.type == "unified":
+        return UNIFIED_LANES.get(a.kind, f"unified {a.kind}")
     return {"kernel": "kernels", "memset": "memsets"}.get(a.type, a.type)
 
 
@@ -82,11 +104,23 @@ class Summary:
     in_out: float            # copies in both directions together, of the span
     idle_us: float           # nothing running
     largest_gap_us: float
+    htod_copies: int = 0     # host→device copies
+    dtoh_copies: int = 0
+    pageable_copies: int = 0  # copies from or to pageable host memory (staged by the driver)
+    kernels: int = 0
+    gpu_faults: int = 0      # unified memory: page faults the GPU took
+    migrated_bytes: int = 0  # unified memory: bytes migrated either way
 
     def lines(self) -> list:
-        return [f"span {self.span_us:,.0f} µs; a copy and a kernel in flight together {100 * self.copy_kernel:.0f}% "
-                f"of it, copies both ways together {100 * self.in_out:.0f}%; nothing running {self.idle_us:,.0f} µs "
-                f"(largest gap {self.largest_gap_us:,.0f} µs)"]
+        out = [f"span {self.span_us:,.0f} µs; a copy and a kernel in flight together {100 * self.copy_kernel:.0f}% "
+               f"of it, copies both ways together {100 * self.in_out:.0f}%; nothing running {self.idle_us:,.0f} µs "
+               f"(largest gap {self.largest_gap_us:,.0f} µs)"]
+        out.append(f"{self.htod_copies} host→device and {self.dtoh_copies} device→host copies "
+                   f"({self.pageable_copies} with pageable memory), {self.kernels} kernels")
+        if self.gpu_faults or self.migrated_bytes:
+            out.append(f"unified memory: {self.gpu_faults} GPU page faults, {self.migrated_bytes / 2**20:,.1f} MiB "
+                       f"migrated")
+        return out
 
 
 def summarize(acts: list) -> Optional[Summary]:
@@ -100,11 +134,20 @@ def summarize(acts: list) -> Optional[Summary]:
     allv = merged([(a.start, a.end) for a in acts])
     span = allv[-1][1] - allv[0][0]
     gaps = [allv[k + 1][0] - allv[k][1] for k in range(len(allv) - 1)]
+    count = lambda pred: sum(1 for a in acts if pred(a))  # noqa: E731
     return Summary(span / 1000.0, overlap_fraction(copies, kernels), overlap_fraction(h2d, d2h),
-                   sum(gaps) / 1000.0, max(gaps, default=0) / 1000.0)
+                   sum(gaps) / 1000.0, max(gaps, default=0) / 1000.0,
+                   count(lambda a: a.type == "copy" and a.kind == "HtoD"),
+                   count(lambda a: a.type == "copy" and a.kind == "DtoH"),
+                   count(lambda a: a.type == "copy" and "pageable" in (a.src, a.dst)),
+                   count(lambda a: a.type == "kernel"),
+                   sum(a.count for a in acts if a.type == "unified" and a.kind == "gpu_page_fault"),
+                   sum(a.bytes for a in acts if a.type == "unified" and a.kind.startswith("bytes_")))
 
 
-SYMBOL = {"copies host→device": ">", "copies device→host": "<", "kernels": "K", "memsets": "m"}
+SYMBOL = {"copies host→device": ">", "copies device→host": "<", "kernels": "K", "memsets": "m",
+          "migrations host→device": "}", "migrations device→host": "{", "GPU page faults": "!",
+          "CPU page faults": "?"}
 
 
 def common_span(traces: list) -> float:

@@ -165,7 +165,7 @@ bool batch(Context& c) {
     work.push_back(v.work);
   }
 
-  ch01::print_send_batched_trace(set, c.stream);  // what your send_batched really issued
+  ch01::print_send_batched_trace(set, c.stream, c.run);  // what your send_batched really issued
 
   const auto stats = cml::time_interleaved(work, c.stream, c.run.timing, Clock::Host);
   cml::Table table("batch", {"method", "median_ms", "noise", "us per piece", "speed-up vs cudaMemcpy", "vs async"});

@@ -17,12 +17,14 @@
 #include "cml/exit_codes.hpp"
 #include "cml/program.hpp"
 #include "cml/run.hpp"
+#include "cml/trace.hpp"
 #include "cml/verify.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,9 +78,21 @@ bool run_threads(Context& c) {
     lanes.push_back(std::make_unique<LaneOwner>(last - first, c.table, c.device(), 100 + t));
   }
   CUDA_CHECK(cudaDeviceSynchronize());
+  // With --out, the run is traced with unified memory's migrations and page faults, and the
+  // trace written as timeline_threads.csv (./lab profile 03 draws it); without, nothing
+  // records, so the time printed is the lanes' alone.
+  std::optional<cml::trace::Recorder> recorder;
+  if (!c.run.out.empty()) recorder.emplace(ch03::with_migrations());
   const double ms = ch03::wall_ms_on_threads(
       s.threads, c.device(), [&](int t) { ch03::run_lane(lanes[t]->lane, s.rounds, lanes[t]->signal); });
   CUDA_CHECK(cudaDeviceSynchronize());
+  if (recorder) {
+    const cml::trace::Trace trace = recorder->stop();
+    if (trace.ok)
+      c.run.write("timeline_threads.csv", trace.to_csv());
+    else
+      std::printf("(trace unavailable: %s)\n", trace.error.c_str());
+  }
 
   bool ok = true;
   cml::Table table("threads", {"thread", "words", "callbacks", "early host steps", "result"});

@@ -46,7 +46,7 @@ std::string Trace::to_csv() const {
   std::vector<Row> rows;
   auto add = [&rows, origin](const std::string& type, const std::string& name, const std::string& kind,
                              const std::string& src, const std::string& dst, const std::string& bytes,
-                             const std::string& stream, const Interval& when) {
+                             const std::string& stream, const Interval& when, const std::string& count = "") {
     std::ostringstream line;
     line << type << ',' << csv_field(name) << ',' << kind << ',' << src << ',' << dst << ',' << bytes << ',' << stream
          << ',';
@@ -57,6 +57,7 @@ std::string Trace::to_csv() const {
     } else {
       line << ',';
     }
+    line << ',' << count;
     rows.push_back({timed(when) ? when.start : 0, line.str()});
   };
 
@@ -67,15 +68,17 @@ std::string Trace::to_csv() const {
   for (const auto& m : memsets)
     add("memset", "", "", "", to_string(m.memory), std::to_string(m.bytes), std::to_string(m.stream_id), m.when);
   for (const auto& u : unified) {
-    // `value` is bytes only for the transfer counters (a fault count otherwise), and CUPTI
-    // documents the unified records' stream id as invalid: both columns stay empty there.
+    // `value` is bytes for the transfer counters and a count of faults (or events) for the
+    // others: each goes in its own column. CUPTI documents the unified records' stream id as
+    // invalid, so that column stays empty.
     const bool is_bytes =
         u.kind == UnifiedKind::BytesHtoD || u.kind == UnifiedKind::BytesDtoH || u.kind == UnifiedKind::BytesDtoD;
-    add("unified", "", to_string(u.kind), "", "", is_bytes ? std::to_string(u.value) : "", "", u.when);
+    const std::string value = std::to_string(u.value);
+    add("unified", "", to_string(u.kind), "", "", is_bytes ? value : "", "", u.when, is_bytes ? "" : value);
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.start < b.start; });
 
-  std::string out = "type,name,kind,src,dst,bytes,stream,start_ns,end_ns\n";
+  std::string out = "type,name,kind,src,dst,bytes,stream,start_ns,end_ns,count\n";
   for (const Row& r : rows) out += r.text + "\n";
   return out;
 }

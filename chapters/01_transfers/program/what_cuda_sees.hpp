@@ -6,6 +6,7 @@
 #include "harness.hpp"
 
 #include "cml/device.hpp"
+#include "cml/run.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -18,8 +19,8 @@ const char* pointer_kind(const void* p);
 // Whether kernels can read plain malloc memory on this GPU, and what CUDA calls such memory.
 void print_host_access(const cml::DeviceFacts& facts);
 
-// Runs send_batched once under the CUPTI trace and prints how many copies and kernels it
-// issued (or why the trace is unavailable).
-void print_send_batched_trace(const PieceSet& set, cudaStream_t stream);
+// Runs send_batched under the CUPTI trace and prints how many copies and kernels it issued
+// (or why the trace is unavailable); with --out, writes the trace as timeline_send_batched.csv.
+void print_send_batched_trace(const PieceSet& set, cudaStream_t stream, const cml::Run& run);
 
 }  // namespace ch01
