@@ -223,6 +223,14 @@ def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path
             say("  " + f)
         if not findings:
             say("  your pipeline overlaps as the solution's does")
+    if getattr(args, "record", None):
+        stem = Path(spec.file).stem
+        stem = stem[len("timeline_"):] if stem.startswith("timeline_") else stem
+        for whose, (folder, _) in runs.items():
+            label = "solution" if whose == "the solution's" else args.record
+            fixture = root / FIXTURES / f"{ch.num}_timeline_{stem}_{label}_{gpu_slug(gpu)}.csv"
+            write_atomically(fixture, (folder / spec.file).read_text(encoding="utf-8"))
+            say(f"  fixture: {display_path(fixture)}")
     result = {"chapter": ch.num, "gpu": gpu, "when": stamp, "file": spec.file,
               "summaries": {k: (v.__dict__ if v else None) for k, v in summaries.items()}, "findings": findings}
     write_atomically(base / f"timeline-{stamp}.json", json.dumps(result, indent=1))
