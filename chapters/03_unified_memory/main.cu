@@ -9,8 +9,10 @@
 //   ./lab run 03 -- --mode=back            the way back to the CPU, and what helps
 //   ./lab run 03 -- --mode=streams         per-thread default stream; what attach changes
 //   ./lab run 03 -- --mode=sync-rules      which calls count as synchronisation, checked
+//   ./lab run 03 -- --mode=unchecked       what CUDA does not check: races, __managed__, attach
 #include "harness.hpp"
 #include "program/sync_rules.hpp"
+#include "program/unchecked.hpp"
 #include "unified_memory.cuh"
 
 #include "cml/errors.hpp"
@@ -286,6 +288,8 @@ bool run_streams(Context& c) {
 
 bool run_sync_rules(Context& c) { return ch03::sync_rules(c.run, c.table, c.s.bytes); }
 
+bool run_unchecked(Context& c) { return ch03::unchecked(c.run); }
+
 const std::vector<cml::Mode<Context>> kModes = {
     {"threads", "the threads' rounds, checked", run_threads},
     {"strategies", "on demand vs prefetch vs explicit copy, to the GPU", run_strategies},
@@ -296,6 +300,11 @@ const std::vector<cml::Mode<Context>> kModes = {
      "which calls count as synchronisation for managed memory, and what the host may touch while a "
      "kernel runs, checked",
      run_sync_rules, false},
+    // Not in "all" either: its unordered row is a deliberate race.
+    {"unchecked",
+     "what CUDA does not check: kernels of two streams racing on managed words, a __managed__ variable, a "
+     "broken attach promise",
+     run_unchecked, false},
 };
 
 int run(int argc, char** argv) {
@@ -322,7 +331,7 @@ int run(int argc, char** argv) {
     // and refuses the rest. Every mode but the threads and the sync rules also holds a device
     // buffer of --size.
     const std::uint64_t managed = s.bytes + s.table_n * sizeof(unsigned);
-    const bool managed_only = s.mode == "threads" || s.mode == "sync-rules";
+    const bool managed_only = s.mode == "threads" || s.mode == "sync-rules" || s.mode == "unchecked";
     return cml::Footprint{managed + (managed_only ? 0 : s.bytes), "--size (managed + device buffers)"};
   });
   explain(run.facts);

@@ -84,6 +84,16 @@ const std::vector<WaitRule> kWaitRules = {
        CUDA_CHECK(cudaEventSynchronize(e));
        return -1L;
      }},
+    // Completion inferred through a dependency: only the other stream is waited for, and it
+    // waited for the kernel's event, so the kernel is done too.
+    {"cudaStreamSynchronize(another stream that waited for the kernel's event)",
+     "no stream but that one still runs; the wait carries the kernel's completion", Step::AfterWait,
+     [](LaneOwner&, cudaEvent_t e) {
+       const cml::Stream other;
+       CUDA_CHECK(cudaStreamWaitEvent(other, e, 0));
+       CUDA_CHECK(cudaStreamSynchronize(other));
+       return -1L;
+     }},
     {"cudaStreamQuery(stream) until cudaSuccess", "no other stream still runs", Step::AfterWait,
      [](LaneOwner& o, cudaEvent_t) { return poll([&] { return cudaStreamQuery(o.lane.stream); }); }},
     {"cudaEventQuery(event after the kernel) until cudaSuccess", "no device work after the event", Step::AfterWait,

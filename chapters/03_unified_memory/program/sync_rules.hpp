@@ -2,7 +2,8 @@
 // may touch while a kernel runs (--mode=sync-rules), each shown by a run and checked:
 //  - after a kernel on a stream, each way the CUDA Programming Guide names for learning that
 //    it is done, then the chapter's host step on the kernel's managed data: the data against
-//    the CPU, and the GPU's own mark of when the kernel finished against when the host began;
+//    the CPU, and the GPU's own mark of when the kernel finished against when the host began
+//    (one way waits only for another stream that waited for the kernel: the dependency carries);
 //  - a host function (cudaLaunchHostFunc) after the kernel that does the host step itself;
 //  - while a long kernel runs: pinned and mapped memory, and, where concurrentManagedAccess
 //    is 1, managed data the kernel does not use, written and read back by the host.
