@@ -8,6 +8,7 @@
 //   ./lab run 02 -- --mode=plan                    streams x chunks x issue order
 //   ./lab run 02 -- --mode=chunks                  the pipeline formula over 1..32 chunks
 //   ./lab run 02 -- --mode=kernel-stream           every chunk's kernel on one stream
+//   ./lab run 02 -- --mode=host-overlap            the host's own work beside the pipeline
 //   ./lab run 02 -- --mode=graph                   the pipeline as one CUDA graph, against issuing it
 //   ./lab run 02 -- --breaker=all                  what breaks concurrency, measured
 //   ./lab run 02 -- --streams=32 --connections=1   false dependencies between streams
@@ -15,6 +16,7 @@
 #include "program/breakers.hpp"
 #include "program/chunk_curve.hpp"
 #include "program/graph.hpp"
+#include "program/host_overlap.hpp"
 #include "program/kernel_stream.hpp"
 #include "program/staged_vs_sequential.hpp"
 #include "streams.cuh"
@@ -276,6 +278,8 @@ bool one_kernel_stream(Context& c) {
 
 bool as_graph(Context& c) { return ch02::graph_mode(c.work.problem, c.plan, c.copies, c.streams.s, c.run, c.stream); }
 
+bool host_beside(Context& c) { return ch02::host_overlap_mode(c.work.problem, c.plan, c.streams.s, c.run, c.stream); }
+
 const std::vector<cml::Mode<Context>> kModes = {
     {"staged", "sequential against your staged pipeline, with the trace of its overlap", staged},
     {"sequential", "the same table, without checking or tracing the staged pipeline", sequential},
@@ -287,6 +291,8 @@ const std::vector<cml::Mode<Context>> kModes = {
      one_kernel_stream},
     {"graph", "your staged pipeline captured into a CUDA graph, against issuing it, at 1x, 2x and 4x the plan's chunks",
      as_graph},
+    {"host-overlap", "the host's own work while your staged pipeline runs, against after it, pinned and pageable",
+     host_beside},
 };
 
 // Both pipelines must compute right before either is measured (staged is not run in
