@@ -125,6 +125,12 @@ def _profilers(root: Path, tc) -> None:
                 f"in {display_path(sass)} (the SASS checks: ./lab check, with a GPU or without)" if sass else
                 "not found: the SASS checks of ./lab check skip; ./lab run or ./lab check installs them into "
                 f".venv from NVIDIA's pip packages (or: {INSTALL_COMMAND})")
+    from .nccl import NCCL_WHEEL, nccl_header_dirs   # imported here: it uses the toolchain
+    nccl = next((d for d in nccl_header_dirs(root) if (d / "nccl.h").exists()), None)
+    doctor_line("NCCL", True if nccl else None,
+                f"nccl.h in {display_path(nccl)} (chapter 10's ring against NCCL)" if nccl else
+                f"not found: chapter 10 leaves out its comparison with NCCL (.venv/bin/pip install {NCCL_WHEEL}, "
+                "then ./lab setup; on a machine with two GPUs ./lab setup installs it)")
     py = python_with_matplotlib(root)
     doctor_line("matplotlib", True if py else None,
                 f"with {py}" if py else "not found: ./lab bench writes CSV only (pip install matplotlib)")

@@ -37,6 +37,10 @@ class Need:
             return f"{self.value} KiB of shared memory per block"
         if self.key == "threads_per_sm":
             return f"{self.value} resident threads per SM"
+        if self.key == "gpus":
+            words = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight"]
+            count = int(self.value) if self.value.isdigit() else 0
+            return f"{words[count] if count < len(words) else count} GPU{'' if count == 1 else 's'}"
         return _FLAGS.get(self.key, self.key)
 
     def steps(self) -> str:

@@ -271,6 +271,9 @@ def setup(root: Path = ROOT, catch2_required: bool = True, quiet_problems: bool 
           show_output: bool = False) -> Toolchain:
     """The tools, then build/ configured once: what every command that builds starts with."""
     tc = find_tools(root, catch2_required, quiet_problems)
+    if not build_is_healthy(tc.build):  # Meson looks for NCCL when it configures build/
+        from .nccl import ensure_nccl   # (imported here: it uses this module)
+        ensure_nccl(tc, root)
     configure(tc, show_output)
     return tc
 

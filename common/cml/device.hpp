@@ -33,6 +33,7 @@ struct DeviceFacts {
   std::size_t l2_bytes = 0;
   std::size_t total_bytes = 0, free_bytes = 0;
   int async_engine_count = 0;        // copy engines: 2+ lets H2D and D2H run together
+  int device_count = 1;              // CUDA devices this process sees (CUDA_VISIBLE_DEVICES)
   bool can_map_host_memory = false;  // zero-copy mapped memory
   bool unified_addressing = false;   // one address space: host pointers are device pointers
   bool managed_memory = false;

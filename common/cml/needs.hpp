@@ -12,7 +12,7 @@
 namespace cml::needs {
 
 // One need: a key of needs.txt (cc, copy_engines, map_host_memory, managed_memory,
-// concurrent_managed_access, shared_per_block, threads_per_sm) and its value (cc: 80 for
+// concurrent_managed_access, shared_per_block, threads_per_sm, gpus) and its value (cc: 80 for
 // 8.0; shared_per_block: bytes; flags: 1), with what it is for.
 struct Need {
   std::string key;

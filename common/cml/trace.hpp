@@ -29,13 +29,17 @@ struct CopyRecord {
   MemoryKind src = MemoryKind::Unknown;
   MemoryKind dst = MemoryKind::Unknown;
   std::uint64_t bytes = 0;
+  std::uint32_t device_id = 0;  // the device whose stream ran the copy (CUDA's device index)
+  // A peer copy's two ends (CopyKind::PtoP, CUPTI's MEMCPY2 records); device_id for others.
+  std::uint32_t src_device = 0, dst_device = 0;
   std::uint32_t stream_id = 0;
   std::uint32_t correlation_id = 0;
   Interval when;
 };
 
 struct KernelRecord {
-  std::string name;  // demangled where CUPTI could, else as CUPTI gave it
+  std::string name;             // demangled where CUPTI could, else as CUPTI gave it
+  std::uint32_t device_id = 0;  // the device it ran on (CUDA's device index)
   std::uint32_t stream_id = 0;
   std::uint32_t correlation_id = 0;
   std::array<std::int32_t, 3> grid{};   // the launch's grid (x, y, z)

@@ -131,6 +131,7 @@ DeviceFacts capabilities(int index) {
   f.sm_count = attribute(cudaDevAttrMultiProcessorCount, index);
   f.l2_bytes = static_cast<std::size_t>(attribute(cudaDevAttrL2CacheSize, index));
   f.async_engine_count = attribute(cudaDevAttrAsyncEngineCount, index);
+  CUDA_CHECK(cudaGetDeviceCount(&f.device_count));
   f.can_map_host_memory = attribute(cudaDevAttrCanMapHostMemory, index) != 0;
   f.unified_addressing = attribute(cudaDevAttrUnifiedAddressing, index) != 0;
   f.managed_memory = attribute(cudaDevAttrManagedMemory, index) != 0;

@@ -17,7 +17,7 @@ bool is_flag(const std::string& key) {
 }
 
 bool is_count(const std::string& key) {
-  return key == "copy_engines" || key == "shared_per_block" || key == "threads_per_sm";
+  return key == "copy_engines" || key == "shared_per_block" || key == "threads_per_sm" || key == "gpus";
 }
 
 int whole_number(const std::string& text, const std::string& spec) {
@@ -93,6 +93,15 @@ const std::vector<Entry>& course() {
   return table;
 }
 
+namespace {
+// "two GPUs", "one GPU", "12 GPUs": small counts in words, as a sentence says them.
+std::string count_words(int n, const std::string& noun) {
+  static const char* const kWords[] = {"no", "one", "two", "three", "four", "five", "six", "seven", "eight"};
+  const std::string number = n >= 0 && n <= 8 ? kWords[n] : std::to_string(n);
+  return number + " " + noun + (n == 1 ? "" : "s");
+}
+}  // namespace
+
 std::string describe(const Need& n) {
   if (n.key == "cc") return "compute capability " + std::to_string(n.value / 10) + "." + std::to_string(n.value % 10);
   if (n.key == "copy_engines") return std::to_string(n.value) + " copy engine" + (n.value == 1 ? "" : "s");
@@ -101,6 +110,7 @@ std::string describe(const Need& n) {
   if (n.key == "concurrent_managed_access") return "concurrent managed access (concurrentManagedAccess)";
   if (n.key == "shared_per_block") return std::to_string(n.value / 1024) + " KiB of shared memory per block";
   if (n.key == "threads_per_sm") return std::to_string(n.value) + " resident threads per SM";
+  if (n.key == "gpus") return count_words(n.value, "GPU");
   return n.key;
 }
 
@@ -113,6 +123,7 @@ int have(const Need& n, const DeviceFacts& g) {
   if (n.key == "concurrent_managed_access") return g.concurrent_managed_access ? 1 : 0;
   if (n.key == "shared_per_block") return g.shared_per_block_optin;
   if (n.key == "threads_per_sm") return g.threads_per_sm;
+  if (n.key == "gpus") return g.device_count;
   return 0;
 }
 
@@ -121,6 +132,8 @@ std::string instead(const Need& n, const DeviceFacts& g) {
   if (n.key == "cc") return g.name + " is " + std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor);
   if (is_flag(n.key)) return g.name + " has none";
   if (n.key == "shared_per_block") return g.name + " has " + std::to_string(g.shared_per_block_optin / 1024) + " KiB";
+  if (n.key == "gpus")
+    return "this machine has " + (g.device_count == 1 ? std::string("one") : count_words(g.device_count, "GPU"));
   return g.name + " has " + std::to_string(have(n, g));
 }
 }  // namespace

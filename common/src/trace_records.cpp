@@ -36,6 +36,8 @@ CML_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, start);
 CML_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, end);
 CML_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, streamId);
 CML_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, correlationId);
+CML_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, deviceId);
+CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, deviceId);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, start);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, end);
 CML_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, streamId);
@@ -131,6 +133,24 @@ void parse(const CUpti_Activity* rec, Trace& into) {
       c.src = memory_kind(r->srcKind);
       c.dst = memory_kind(r->dstKind);
       c.bytes = r->bytes;
+      c.device_id = c.src_device = c.dst_device = r->deviceId;
+      c.stream_id = r->streamId;
+      c.correlation_id = r->correlationId;
+      c.when = {r->start, r->end};
+      into.copies.push_back(c);
+      break;
+    }
+    // Copies between two devices come as MEMCPY2 records, with both ends.
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
+      CopyRecord c;
+      c.kind = copy_kind(r->copyKind);
+      c.src = memory_kind(r->srcKind);
+      c.dst = memory_kind(r->dstKind);
+      c.bytes = r->bytes;
+      c.device_id = r->deviceId;
+      c.src_device = r->srcDeviceId;
+      c.dst_device = r->dstDeviceId;
       c.stream_id = r->streamId;
       c.correlation_id = r->correlationId;
       c.when = {r->start, r->end};
@@ -144,6 +164,7 @@ void parse(const CUpti_Activity* rec, Trace& into) {
       const auto* r = reinterpret_cast<const KernelRec*>(rec);
       KernelRecord k;
       k.name = demangle(r->name);  // copied now: the name's storage belongs to CUPTI
+      k.device_id = r->deviceId;
       k.stream_id = r->streamId;
       k.correlation_id = r->correlationId;
       k.grid = {r->gridX, r->gridY, r->gridZ};

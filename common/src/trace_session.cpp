@@ -44,6 +44,7 @@ std::string register_callbacks() {
 const char* kind_name(CUpti_ActivityKind k) {
   switch (k) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return "MEMCPY2";
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
     case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
     case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: return "UNIFIED_MEMORY_COUNTER";
@@ -122,6 +123,7 @@ Recorder::Recorder(Options opts) : opts_(opts) {
     fill_buffer_pool();
     std::string err;
     if (opts_.copies) add_problem(err, enable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    if (opts_.copies) add_problem(err, enable(CUPTI_ACTIVITY_KIND_MEMCPY2));  // between devices
     if (opts_.kernels) add_problem(err, enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (opts_.memsets) add_problem(err, enable(CUPTI_ACTIVITY_KIND_MEMSET));
     if (!err.empty()) {

@@ -78,6 +78,20 @@ TEST_CASE("a test case's own need is read as needs.txt writes one", "[cpu][needs
   CHECK(cml::needs::missing(need, gpu("NVIDIA H100", 9, 0, 3)).empty());
 }
 
+TEST_CASE("a chapter between GPUs says how many it needs and how many the machine has, in words", "[cpu][needs]") {
+  auto one = gpu("NVIDIA H100", 9, 0, 3);
+  one.device_count = 1;
+  const auto need = cml::needs::parse_need("gpus=2", "peer copies between two GPUs");
+  CHECK(cml::needs::missing(need, one) == "peer copies between two GPUs: needs two GPUs; this machine has one");
+  auto two = one;
+  two.device_count = 2;
+  CHECK(cml::needs::missing(need, two).empty());
+  auto four = one;
+  four.device_count = 4;
+  CHECK(cml::needs::missing(cml::needs::parse_need("gpus=8", "eight"), four) ==
+        "eight: needs eight GPUs; this machine has four GPUs");
+}
+
 TEST_CASE("the course's needs.txt parses, and its compute capabilities are within the course's range", "[cpu][needs]") {
   const auto& t = cml::needs::course();
   REQUIRE_FALSE(t.empty());

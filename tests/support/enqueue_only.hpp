@@ -12,6 +12,7 @@
 #include "gpu.hpp"
 
 #include "cml/api_trace.hpp"
+#include "cml/errors.hpp"
 #include "cml/stream.hpp"
 #include "cml/trace.hpp"
 
@@ -48,14 +49,26 @@ struct Enqueued {
   }
 };
 
+// A stream and the device it belongs to (chapter 10's streams are on several devices).
+struct DeviceStream {
+  int device;
+  cudaStream_t stream;
+};
+
 // Runs `call` while each of `streams` is held shut, and says what it did.
 template <class Call>
-Enqueued watch_enqueue(const std::vector<cudaStream_t>& streams, Call&& call) {
+Enqueued watch_enqueue_on(const std::vector<DeviceStream>& streams, Call&& call) {
   Enqueued e;
   cml::trace::Recorder trace;  // before the gates: nothing it sets up may wait behind them
   {
     Gate gate;
-    for (cudaStream_t s : streams) gate.close(s);
+    int current = 0;
+    CUDA_CHECK(cudaGetDevice(&current));
+    for (const DeviceStream& s : streams) {
+      CUDA_CHECK(cudaSetDevice(s.device));
+      gate.close(s.stream);
+    }
+    CUDA_CHECK(cudaSetDevice(current));
     Recorded r = record_calls(call);
     e.calls = std::move(r.calls);
     e.threw = std::move(r.threw);
@@ -70,6 +83,16 @@ Enqueued watch_enqueue(const std::vector<cudaStream_t>& streams, Call&& call) {
   e.blocking = blocking_calls(e.calls);
   cudaGetLastError();  // a failed launch of the call's is in `threw` or the trace: clear it for the next case
   return e;
+}
+
+// The same, for streams of the current device.
+template <class Call>
+Enqueued watch_enqueue(const std::vector<cudaStream_t>& streams, Call&& call) {
+  int current = 0;
+  CUDA_CHECK(cudaGetDevice(&current));
+  std::vector<DeviceStream> on;
+  for (cudaStream_t s : streams) on.push_back({current, s});
+  return watch_enqueue_on(on, std::forward<Call>(call));
 }
 
 // "" when every kernel, copy and memset of `t` ran on one of `streams`; else what ran

@@ -30,24 +30,33 @@ __global__ void cml_gate_kernel(volatile int* flags, unsigned long long limit_ns
 
 Gate::Gate(double limit_s) : limit_ns_(static_cast<unsigned long long>(limit_s * 1e9)) {
   void* p = nullptr;
-  CUDA_CHECK(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped));
+  // Portable: mapped into every device's context, so a gate can hold any device's stream.
+  CUDA_CHECK(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
   flags_ = static_cast<volatile int*>(p);
   flags_[0] = 0;
   flags_[1] = 0;
-  void* d = nullptr;
-  CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
-  device_flags_ = static_cast<int*>(d);
 }
 
 Gate::~Gate() {
   open();
-  detail::warn_on_error(cudaDeviceSynchronize(), "waiting for the gate kernels");
+  int current = 0;
+  detail::warn_on_error(cudaGetDevice(&current), "cudaGetDevice (gate)");
+  for (int d : devices_) {
+    detail::warn_on_error(cudaSetDevice(d), "cudaSetDevice (gate)");
+    detail::warn_on_error(cudaDeviceSynchronize(), "waiting for the gate kernels");
+  }
+  detail::warn_on_error(cudaSetDevice(current), "cudaSetDevice (gate)");
   detail::warn_on_error(cudaFreeHost(const_cast<int*>(flags_)), "cudaFreeHost (gate flags)");
 }
 
 void Gate::close(cudaStream_t stream) {
   flags_[0] = 0;
-  cml_gate_kernel<<<1, 1, 0, stream>>>(device_flags_, limit_ns_);
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  if (devices_.empty() || devices_.back() != device) devices_.push_back(device);
+  void* d = nullptr;  // the flags as this device sees them
+  CUDA_CHECK(cudaHostGetDevicePointer(&d, const_cast<int*>(flags_), 0));
+  cml_gate_kernel<<<1, 1, 0, stream>>>(static_cast<volatile int*>(d), limit_ns_);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -7,6 +7,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
 namespace cml::test {
 
 class Gate {
@@ -16,7 +18,8 @@ class Gate {
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
 
-  // Enqueues a gate kernel on `stream`: everything enqueued behind it waits for open().
+  // Enqueues a gate kernel on `stream`, a stream of the current device (any device: the
+  // flags are mapped into every one): everything enqueued behind it waits for open().
   void close(cudaStream_t stream);
   // Lets every gate kernel end (without waiting for them).
   void open();
@@ -27,7 +30,7 @@ class Gate {
 
  private:
   volatile int* flags_ = nullptr;  // [0]: open, [1]: a gate timed out (mapped host memory)
-  int* device_flags_ = nullptr;
+  std::vector<int> devices_;       // where gate kernels were launched, to wait for them
   unsigned long long limit_ns_;
 };
 
