@@ -98,8 +98,8 @@ def build_parsers() -> dict:
     p = _chapter_parser("./lab profile", "Your kernels and the solution's, profiled side by side. On the same "
                         "input, under Nsight Compute: the counters chapter NN teaches, and what each difference "
                         "means, the launches, and where a chapter reads them the top reasons its warps stalled; "
-                        "for a transfer chapter, both runs' CUPTI traces as timelines, their overlap and "
-                        "their gaps. Each run is saved under .lab/profile/NN/ (JSON and CSV). Exit 0 profiled, "
+                        "for a transfer chapter, both runs' CUPTI traces as timelines, their overlap, "
+                        "their gaps and the CUDA calls that kept the host waiting. Each run is saved under .lab/profile/NN/ (JSON and CSV). Exit 0 profiled, "
                         "1 your kernel failed or does not compile, 77 no GPU, no ncu or no counter permission.")
     p.add_argument("--step", type=int, metavar="K", help="only step K (default: every step the chapter profiles)")
     p.add_argument("--solution", action="store_true", help="profile the solution alone (its counters, no comparison)")

@@ -242,7 +242,7 @@ def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path
         for key, label in (("span_us", "span (µs)"), ("copy_kernel", "copy and kernel together"),
                            ("in_out", "copies both ways together"), ("idle_us", "nothing running (µs)"),
                            ("htod_copies", "host→device copies"), ("pageable_copies", "copies of pageable memory"),
-                           ("gpu_faults", "GPU page faults")):
+                           ("gpu_faults", "GPU page faults"), ("host_waited_us", "host in CUDA calls (µs)")):
             say(f"  {label:<28} {was.get(key, float('nan')):>12,.3f} {now[key]:>12,.3f}")
     say(f"  saved: {display_path(base / f'timeline-{stamp}.json')}, the traces under {display_path(base)}/{stamp}-*/")
     py = python_with_matplotlib(root)

@@ -123,8 +123,9 @@ class TimelineCheck:
 # tolerance (a fraction of the span); idle: the GPU idle between your operations, more than
 # twice the solution's and 50 µs; copies: more host→device copies than the solution's by more
 # than the tolerance (a fraction) and one; pageable: more copies with pageable host memory;
-# faults: more GPU page faults than the solution's by more than the tolerance and 16.
-TIMELINE_CHECKS = ("overlap", "idle", "copies", "pageable", "faults")
+# faults: more GPU page faults than the solution's by more than the tolerance and 16;
+# blocked: a host thread inside CUDA calls more than twice the solution's time and 200 µs.
+TIMELINE_CHECKS = ("overlap", "idle", "copies", "pageable", "faults", "blocked")
 
 
 @dataclass
@@ -151,6 +152,9 @@ def _check_finding(c: TimelineCheck, yours, reference) -> str:
     if c.kind == "pageable" and yours.pageable_copies > reference.pageable_copies:
         return (f"{yours.pageable_copies} of your copies moved pageable host memory (the solution's: "
                 f"{reference.pageable_copies}): {c.meaning}")
+    if c.kind == "blocked" and yours.host_waited_us > 2 * reference.host_waited_us + 200:
+        return (f"your host waited {yours.host_waited_us:,.0f} µs inside CUDA calls ({yours.host_calls}) against "
+                f"the solution's {reference.host_waited_us:,.0f}: {c.meaning}")
     if c.kind == "faults" and yours.gpu_faults > reference.gpu_faults * (1 + c.tolerance) + 16:
         return (f"the GPU took {yours.gpu_faults:,} page faults in your run against the solution's "
                 f"{reference.gpu_faults:,}: {c.meaning}")

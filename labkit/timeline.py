@@ -17,6 +17,7 @@ from typing import Optional
 class Activity:
     type: str          # copy, kernel, memset, unified
     kind: str          # HtoD, DtoH, DtoD... for copies; bytes_HtoD, gpu_page_fault... for unified
+    # (type "host": a CUDA call that kept the host waiting, `name` the call)
     stream: str
     start: int         # ns
     end: int
@@ -24,6 +25,7 @@ class Activity:
     dst: str = ""
     bytes: int = 0     # a copy's or a migration's bytes
     count: int = 0     # a unified record's faults (or events)
+    name: str = ""     # a kernel's or a host call's name
 
 
 def _int(text) -> int:
@@ -45,7 +47,8 @@ def parse_trace(text: str) -> list:
         kind = r.get("type", "")
         if end > start or (kind == "unified" and end == start):
             out.append(Activity(kind, r.get("kind", ""), r.get("stream", ""), start, end, r.get("src", "") or "",
-                                r.get("dst", "") or "", _int(r.get("bytes")), _int(r.get("count"))))
+                                r.get("dst", "") or "", _int(r.get("bytes")), _int(r.get("count")),
+                                r.get("name", "") or ""))
     return out
 
 
@@ -85,6 +88,7 @@ def overlap_fraction(a: list, b: list) -> float:
     return shared(a, b) / span if span > 0 else 0.0
 
 
+HOST_LANE = "host waiting in CUDA calls"   # the calls that kept a host thread 20 µs or more
 UNIFIED_LANES = {"bytes_HtoD": "migrations host→device", "bytes_DtoH": "migrations device→host",
                  "gpu_page_fault": "GPU page faults", "cpu_page_fault": "CPU page faults"}
 
@@ -94,6 +98,8 @@ def lane_of(a: Activity) -> str:
         return {"HtoD": "copies host→device", "DtoH": "copies device→host"}.get(a.kind, f"copies {a.kind}")
     if a.type == "unified":
         return UNIFIED_LANES.get(a.kind, f"unified {a.kind}")
+    if a.type == "host":
+        return HOST_LANE
     return {"kernel": "kernels", "memset": "memsets"}.get(a.type, a.type)
 
 
@@ -110,6 +116,8 @@ class Summary:
     kernels: int = 0
     gpu_faults: int = 0      # unified memory: page faults the GPU took
     migrated_bytes: int = 0  # unified memory: bytes migrated either way
+    host_waited_us: float = 0.0  # host threads inside CUDA calls of 20 µs or more (any thread)
+    host_calls: str = ""     # which calls, the longest in all first: "cudaMemcpy 812 µs, ..."
 
     def lines(self) -> list:
         out = [f"span {self.span_us:,.0f} µs; a copy and a kernel in flight together {100 * self.copy_kernel:.0f}% "
@@ -117,13 +125,26 @@ class Summary:
                f"(largest gap {self.largest_gap_us:,.0f} µs)"]
         out.append(f"{self.htod_copies} host→device and {self.dtoh_copies} device→host copies "
                    f"({self.pageable_copies} with pageable memory), {self.kernels} kernels")
+        if self.host_waited_us:
+            out.append(f"the host waited {self.host_waited_us:,.0f} µs inside CUDA calls: {self.host_calls}")
         if self.gpu_faults or self.migrated_bytes:
             out.append(f"unified memory: {self.gpu_faults} GPU page faults, {self.migrated_bytes / 2**20:,.1f} MiB "
                        f"migrated")
         return out
 
 
+def host_calls(host: list, top: int = 3) -> str:
+    """The calls the host waited in, the longest in all first, with their total µs."""
+    total = {}
+    for a in host:
+        total[a.name] = total.get(a.name, 0) + (a.end - a.start)
+    ranked = sorted(total.items(), key=lambda kv: -kv[1])[:top]
+    return ", ".join(f"{name} {ns / 1000:,.0f} µs" for name, ns in ranked)
+
+
 def summarize(acts: list) -> Optional[Summary]:
+    host = [a for a in acts if a.type == "host"]
+    acts = [a for a in acts if a.type != "host"]   # the GPU's timeline: span, gaps, overlap
     if not acts:
         return None
     iv = lambda pred: [(a.start, a.end) for a in acts if pred(a)]  # noqa: E731
@@ -142,12 +163,13 @@ def summarize(acts: list) -> Optional[Summary]:
                    count(lambda a: a.type == "copy" and "pageable" in (a.src, a.dst)),
                    count(lambda a: a.type == "kernel"),
                    sum(a.count for a in acts if a.type == "unified" and a.kind == "gpu_page_fault"),
-                   sum(a.bytes for a in acts if a.type == "unified" and a.kind.startswith("bytes_")))
+                   sum(a.bytes for a in acts if a.type == "unified" and a.kind.startswith("bytes_")),
+                   length([(a.start, a.end) for a in host]) / 1000.0, host_calls(host))
 
 
 SYMBOL = {"copies host→device": ">", "copies device→host": "<", "kernels": "K", "memsets": "m",
           "migrations host→device": "}", "migrations device→host": "{", "GPU page faults": "!",
-          "CPU page faults": "?"}
+          "CPU page faults": "?", HOST_LANE: "H"}
 
 
 def common_span(traces: list) -> float:

@@ -1,6 +1,8 @@
 // Chapter 02 — see harness.hpp.
 #include "harness.hpp"
 
+#include "cml/api_trace.hpp"
+
 #include "cml/intervals.hpp"
 #include "cml/stream.hpp"
 
@@ -83,13 +85,21 @@ Measured measured(const Phases& copies, double kernel_ms, double chunk_ms, int c
   return m;
 }
 
-Overlap traced(const std::function<void()>& issue) {
+Overlap traced(const std::function<void()>& issue, bool host_calls) {
   cml::trace::Recorder recorder;
   issue();
   recorder.discard();
-  issue();
+  std::vector<cml::trace::HostRecord> waits;
+  if (host_calls) {
+    cml::api::Recorder calls;
+    issue();
+    waits = cml::api::long_calls(calls.stop());
+  } else {
+    issue();
+  }
   Overlap o;
   o.trace = recorder.stop();
+  o.trace.host = std::move(waits);
   o.ok = o.trace.ok && !o.trace.kernels.empty();
   o.error = o.trace.ok ? (o.trace.kernels.empty() ? "the trace recorded no kernel" : "") : o.trace.error;
   auto copies = o.trace.copy_intervals(cml::trace::CopyKind::HtoD);

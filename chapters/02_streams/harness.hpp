@@ -115,6 +115,8 @@ struct Overlap {
 
 // Runs `issue` twice under the CUPTI trace and keeps the second run's records: CUPTI holds
 // back the first kernel while it sets itself up, which would distort the overlap fractions.
-Overlap traced(const std::function<void()>& issue);
+// With `host_calls`, the second run's CUDA calls are recorded too, and those that kept the
+// host waiting go into the trace's host records (not with a cml::api::Recorder running).
+Overlap traced(const std::function<void()>& issue, bool host_calls = false);
 
 }  // namespace ch02

@@ -197,8 +197,8 @@ bool sequential(Context& c) {
 
 bool staged(Context& c) {
   const ch02::Row r = one_row(c, "staged");
-  const ch02::Overlap seq = ch02::traced([&] { ch02::run_sequential(c.work.problem, c.stream); });
-  const ch02::Overlap staged = ch02::traced([&] { c.issue_staged(); });
+  const ch02::Overlap seq = ch02::traced([&] { ch02::run_sequential(c.work.problem, c.stream); }, true);
+  const ch02::Overlap staged = ch02::traced([&] { c.issue_staged(); }, true);
   c.run.write("timeline_sequential.csv", seq.trace.to_csv());
   c.run.write("timeline_staged.csv", staged.trace.to_csv());
   if (staged.ok)

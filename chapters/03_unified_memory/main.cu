@@ -15,6 +15,7 @@
 #include "program/unchecked.hpp"
 #include "unified_memory.cuh"
 
+#include "cml/api_trace.hpp"
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
 #include "cml/program.hpp"
@@ -84,12 +85,19 @@ bool run_threads(Context& c) {
   // trace written as timeline_threads.csv (./lab profile 03 draws it); without, nothing
   // records, so the time printed is the lanes' alone.
   std::optional<cml::trace::Recorder> recorder;
-  if (!c.run.out.empty()) recorder.emplace(ch03::with_migrations());
+  std::optional<cml::api::Recorder> calls;  // and the lanes' calls that kept a thread waiting
+  if (!c.run.out.empty()) {
+    recorder.emplace(ch03::with_migrations());
+    calls.emplace();
+  }
   const double ms = ch03::wall_ms_on_threads(
       s.threads, c.device(), [&](int t) { ch03::run_lane(lanes[t]->lane, s.rounds, lanes[t]->signal); });
+  const std::vector<cml::trace::HostRecord> waits =
+      calls ? cml::api::long_calls(calls->stop()) : std::vector<cml::trace::HostRecord>{};
   CUDA_CHECK(cudaDeviceSynchronize());
   if (recorder) {
-    const cml::trace::Trace trace = recorder->stop();
+    cml::trace::Trace trace = recorder->stop();
+    trace.host = waits;
     if (trace.ok)
       c.run.write("timeline_threads.csv", trace.to_csv());
     else

@@ -11,6 +11,7 @@
 #include "harness.hpp"
 #include "multi_gpu.cuh"
 
+#include "cml/api_trace.hpp"
 #include "cml/errors.hpp"
 #include "cml/exit_codes.hpp"
 #include "cml/program.hpp"
@@ -199,9 +200,12 @@ bool halo(Context& c) {
   cml::trace::Recorder recorder;
   ch10::run_jacobi(bands.slabs().data(), c.team.size(), cols, 2, c.peers);
   recorder.discard();
+  cml::api::Recorder calls;  // which calls kept the host waiting, for the timeline
   ch10::run_jacobi(bands.slabs().data(), c.team.size(), cols, 4, c.peers);
+  const std::vector<cml::trace::HostRecord> waits = cml::api::long_calls(calls.stop());
   c.team.synchronize();
-  const cml::trace::Trace trace = recorder.stop();
+  cml::trace::Trace trace = recorder.stop();
+  trace.host = waits;
   if (trace.ok) {
     c.run.write("timeline_halo.csv", trace.to_csv());
     std::printf("trace of 4 sweeps: %zu peer copies, %zu kernels\n", trace.copies_of(cml::trace::CopyKind::PtoP).size(),

@@ -15,10 +15,13 @@
 // the activity trace does not say.
 #pragma once
 
+#include "cml/trace.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <thread>
@@ -32,6 +35,9 @@ inline constexpr const char* kMark = "cml::api::mark";
 struct Call {
   std::string name;                       // "cudaStreamAttachMemAsync", "cudaMemPrefetchAsync", ... or kMark
   std::thread::id thread;                 // the host thread that made it
+  std::uint64_t entered_ns = 0;           // when it was entered and when it returned, on the clock of the
+  std::uint64_t returned_ns = 0;          // activity trace's records (cuptiGetTimestamp); 0 where not known
+  std::uint32_t correlation_id = 0;       // CUPTI's: the same as the activity records of what it enqueued
   cudaStream_t stream = nullptr;          // for calls that take a stream (kernel launches, copies, host functions too)
   const void* ptr = nullptr;              // the memory a call is about: a copy's destination, what is freed or
                                           // (un)registered, a host function's userData
@@ -82,6 +88,11 @@ class Recorder {
   bool active_ = false;
   std::string error_;
 };
+
+// The calls that kept their thread inside CUDA for `min_ns` or longer (waits, synchronous
+// copies, allocations that synchronise...), as host records of the activity trace: what a
+// timeline draws as "the host was blocked". Measured, not judged by name.
+std::vector<trace::HostRecord> long_calls(const Calls& calls, std::uint64_t min_ns = 20000);
 
 // Adds an entry named kMark with `note` to the recording under way, in order with the
 // calls (on whatever thread calls it); nothing when no recording is under way.

@@ -76,6 +76,13 @@ struct UnifiedRecord {
   Interval when;
 };
 
+// A host call that kept its thread waiting (cml::api::long_calls): not an activity CUPTI
+// records, but drawn on the same timeline.
+struct HostRecord {
+  std::string name;  // "cudaStreamSynchronize"
+  Interval when;
+};
+
 struct Trace {
   bool ok = false;            // recording worked from start to stop
   std::string error;          // why not, when !ok (e.g. CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
@@ -84,6 +91,7 @@ struct Trace {
   std::vector<KernelRecord> kernels;
   std::vector<MemsetRecord> memsets;
   std::vector<UnifiedRecord> unified;
+  std::vector<HostRecord> host;  // filled by the caller, from cml::api::long_calls, where it recorded calls
 
   std::vector<CopyRecord> copies_of(CopyKind kind) const;
   // Kernels whose name contains `fragment` (e.g. the learner's kernel's name).

@@ -1,6 +1,7 @@
 // See cml/api_trace.hpp. The callback runs on the thread that makes each runtime call, at
 // its entry (CUPTI_API_ENTER), and copies the arguments of the calls we decode from their
-// CUPTI parameter structs; every other call is recorded by name only.
+// CUPTI parameter structs; every other call is recorded by name only. At the call's exit
+// (CUPTI_API_EXIT) it notes when the call returned.
 #include "cml/api_trace.hpp"
 
 #include "cupti_error.hpp"
@@ -81,22 +82,53 @@ void tensor_map_encode(Call& c, const cuTensorMapEncodeTiled_params* a) {
   c.bytes = elements * element_bytes(a->tensorDataType);
 }
 
+// The thread's last kept call, for its exit to find in O(1): a thread's runtime calls do not
+// nest, so the exit that comes next on this thread is that call's.
+thread_local std::uint32_t t_kept_id = 0;
+thread_local std::size_t t_kept_index = 0;
+
 void keep(Call c) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  t_kept_id = 0;
   if (++s.counts[c.name] > kMaxListedPerName) {
     ++s.unlisted;
     return;
   }
+  t_kept_id = c.correlation_id;
+  t_kept_index = s.calls.size();
   s.calls.push_back(std::move(c));
+}
+
+std::uint64_t now_ns() {
+  std::uint64_t t = 0;
+  return cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
+}
+
+// At a call's exit: when it returned, on the call's own entry (this thread's last kept call,
+// where it is the same call; a call past the listing limit was not kept).
+void returned(std::uint32_t correlation_id) {
+  if (t_kept_id == 0 || t_kept_id != correlation_id) return;
+  const std::uint64_t t = now_ns();
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (t_kept_index < s.calls.size() && s.calls[t_kept_index].correlation_id == correlation_id)
+    s.calls[t_kept_index].returned_ns = t;
+  t_kept_id = 0;
 }
 
 void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite == CUPTI_API_EXIT) {
+    returned(info->correlationId);
+    return;
+  }
   if (info->callbackSite != CUPTI_API_ENTER) return;
   Call c;
   c.name = info->functionName != nullptr ? info->functionName : "";
   c.thread = std::this_thread::get_id();
+  c.correlation_id = info->correlationId;
+  c.entered_ns = now_ns();
   const void* p = info->functionParams;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     if (id != CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled) return;
@@ -273,6 +305,14 @@ Calls Recorder::stop() {
   out.error = error_;
   out.ok = error_.empty();
   g_active.store(false);
+  return out;
+}
+
+std::vector<trace::HostRecord> long_calls(const Calls& calls, std::uint64_t min_ns) {
+  std::vector<trace::HostRecord> out;
+  for (const Call& c : calls.calls)
+    if (c.name != kMark && c.entered_ns > 0 && c.returned_ns >= c.entered_ns + min_ns)
+      out.push_back({c.name, {c.entered_ns, c.returned_ns}});
   return out;
 }
 

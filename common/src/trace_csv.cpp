@@ -38,6 +38,7 @@ std::string Trace::to_csv() const {
   for (const auto& k : kernels) consider(k.when);
   for (const auto& m : memsets) consider(m.when);
   for (const auto& u : unified) consider(u.when);
+  for (const auto& h : host) consider(h.when);
 
   struct Row {
     std::uint64_t start;
@@ -76,6 +77,7 @@ std::string Trace::to_csv() const {
     const std::string value = std::to_string(u.value);
     add("unified", "", to_string(u.kind), "", "", is_bytes ? value : "", "", u.when, is_bytes ? "" : value);
   }
+  for (const auto& h : host) add("host", h.name, "blocked", "", "", "", "", h.when);
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.start < b.start; });
 
   std::string out = "type,name,kind,src,dst,bytes,stream,start_ns,end_ns,count\n";

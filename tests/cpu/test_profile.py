@@ -321,12 +321,37 @@ class TimelineChecks(unittest.TestCase):
         self.assertIn("--step 4", said[0])
         self.assertEqual(pr.timeline_findings(tl.Summary(9e5, 0, 0, 1e3, 10.0, gpu_faults=70), ref, spec, "03"), [])
 
+    def test_host_waits_are_their_own_lane_and_leave_the_gpus_span_and_gaps_alone(self):
+        csv = self.CSV + ("host,cudaStreamSynchronize,blocked,,,,,2000,9000,\n"
+                          "host,cudaMemcpy,blocked,,,,,21000,23000,\n"
+                          "host,cudaStreamSynchronize,blocked,,,,,24000,30000,\n")
+        acts = tl.parse_trace(csv)
+        s, gpu_only = tl.summarize(acts), tl.summarize(tl.parse_trace(self.CSV))
+        self.assertEqual((s.span_us, s.idle_us), (gpu_only.span_us, gpu_only.idle_us))
+        self.assertAlmostEqual(s.host_waited_us, 15.0)
+        self.assertEqual(s.host_calls, "cudaStreamSynchronize 13 µs, cudaMemcpy 2 µs")
+        lane = next(r for r in tl.render(acts, width=30) if r.strip().startswith(tl.HOST_LANE))
+        self.assertIn("H", lane.split("|")[1])
+        self.assertIn("the host waited 15 µs inside CUDA calls: cudaStreamSynchronize 13 µs", "\n".join(s.lines()))
+
+    def test_a_host_that_waits_in_cuda_calls_is_named_with_the_calls(self):
+        spec = self.spec("03")
+        ref = tl.Summary(9e5, 0, 0, 1e3, 10.0, host_waited_us=40.0, host_calls="cudaMemPrefetchAsync 40 µs")
+        mine = tl.Summary(9e5, 0, 0, 1e3, 10.0, host_waited_us=250000.0,
+                          host_calls="cudaStreamSynchronize 249,000 µs, cudaLaunchKernel 1,000 µs")
+        said = pr.timeline_findings(mine, ref, spec, "03")
+        self.assertEqual(len(said), 1, said)
+        self.assertIn("your host waited 250,000 µs inside CUDA calls (cudaStreamSynchronize 249,000 µs", said[0])
+        self.assertIn("--step 3", said[0])
+        near = tl.Summary(9e5, 0, 0, 1e3, 10.0, host_waited_us=270.0, host_calls="cudaMalloc 270 µs")
+        self.assertEqual(pr.timeline_findings(near, ref, spec, "03"), [])
+
     def test_an_unknown_check_is_refused_with_the_known_ones(self):
         bad = json.dumps({"what": "x", "timeline": {"file": "t.csv", "step": 1,
                                                     "checks": [{"kind": "speed", "step": 1, "meaning": "m"}]}})
         with self.assertRaises(pr.SpecError) as e:
             pr.parse_spec(bad)
-        self.assertIn("no check 'speed' (overlap, idle, copies, pageable, faults)", str(e.exception))
+        self.assertIn("no check 'speed' (overlap, idle, copies, pageable, faults, blocked)", str(e.exception))
 
 
 class Needs(unittest.TestCase):

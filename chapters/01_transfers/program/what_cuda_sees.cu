@@ -1,11 +1,13 @@
 // Chapter 01 — see what_cuda_sees.hpp.
 #include "what_cuda_sees.hpp"
 
+#include "cml/api_trace.hpp"
 #include "cml/errors.hpp"
 #include "cml/trace.hpp"
 
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 namespace ch01 {
 
@@ -35,8 +37,11 @@ void print_send_batched_trace(const PieceSet& set, cudaStream_t stream, const cm
   // timeline is of a second call.
   send_batched(set.batch, set.staging, stream);
   recorder.discard();
+  cml::api::Recorder calls;  // which of its calls kept the host waiting, for the timeline
   send_batched(set.batch, set.staging, stream);
-  const cml::trace::Trace t = recorder.stop();
+  const std::vector<cml::trace::HostRecord> waits = cml::api::long_calls(calls.stop());
+  cml::trace::Trace t = recorder.stop();
+  t.host = waits;
   if (t.ok) {
     std::printf("your send_batched issued %zu host-to-device copies and %zu kernel(s)\n",
                 t.copies_of(cml::trace::CopyKind::HtoD).size(), t.kernels.size());
