@@ -4,6 +4,7 @@
 // that per-thread counting says returns at once; checked against the CPU, its commits read
 // from this program's SASS, its wait's cycles averaged over each half of the warps, and the
 // kernels timed interleaved. See modes.hpp.
+#include "entangled_arrivals.hpp"
 #include "entangled_commits.hpp"
 #include "modes.hpp"
 #include "own_code.hpp"
@@ -62,6 +63,59 @@ bool run_checked(const CommitKind& k, Pieces& a, int blocks, std::vector<unsigne
   return same_words(got, a.host, std::string(k.name) + ", " + what);
 }
 
+// The second table: the arrive-on of each kernel of entangled_arrivals.hpp, checked on every
+// length, then timed, with its cycles from the arrival to the phase's completion.
+bool arrivals_table(Context& c) {
+  std::printf(
+      "\n== How many updates does a warp's arrive-on make? Each thread copies one piece per tile and arrives "
+      "(cp.async.mbarrier.arrive.noinc) converged, in two branches, one lane at a time, or reconverged ==\n");
+  bool ok = true;
+  std::vector<unsigned long long> cycles;
+  const auto checked = [&](const ArrivalKind& k, Pieces& a, int blocks, const std::string& what) {
+    cml::DeviceBuffer<unsigned long long> counted(static_cast<std::size_t>(blocks) * kThreads);
+    const auto got = a.landed(
+        [&](cudaStream_t s) { copy_arrivals(k, a.in.data(), a.count(), a.out.data(), counted.data(), blocks, s); },
+        c.stream);
+    cycles.resize(counted.size());
+    CUDA_CHECK(cudaMemcpy(cycles.data(), counted.data(), counted.bytes(), cudaMemcpyDeviceToHost));
+    return same_words(got, a.host, std::string(k.name) + ", " + what);
+  };
+  for (const auto& k : arrival_kinds()) {
+    bool kind_ok = true;
+    for (const auto& pc : piece_cases()) {
+      Pieces a(pc.pieces);
+      kind_ok &= checked(k, a, pc.blocks, std::to_string(pc.pieces) + " pieces");
+    }
+    if (kind_ok) std::printf("%s: PASSED on %zu lengths\n", k.name, piece_cases().size());
+    ok &= kind_ok;
+  }
+  const int blocks = c.blocks(c.s.blocks_per_sm);
+  Pieces a(c.s.size / sizeof(Piece));
+  cml::DeviceBuffer<unsigned long long> scratch(static_cast<std::size_t>(blocks) * kThreads);
+  std::vector<cml::Work> work;
+  for (const auto& k : arrival_kinds())
+    work.push_back(
+        [&, k](cudaStream_t s) { copy_arrivals(k, a.in.data(), a.count(), a.out.data(), scratch.data(), blocks, s); });
+  const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
+  cml::Table t("entangled_arrivals", {"arrive-on", "SASS: ARRIVES", "cycles to the phase, lanes 0-15", "lanes 16-31",
+                                      "ms", "GB/s", "of the first row's time"});
+  for (std::size_t i = 0; i < arrival_kinds().size(); ++i) {
+    const auto& k = arrival_kinds()[i];
+    ok &= checked(k, a, blocks, "the timed size");
+    const HalfMeans m = mean_wait(cycles, a.count(), blocks);
+    std::string why;
+    const auto f = compiled(k.kernel, why);
+    t.row({k.name, f ? std::to_string(cml::sass::count(*f, "ARRIVES")) : "(" + why.substr(0, 40) + ")", fixed(m.low, 0),
+           fixed(m.high, 0), cml::with_noise(st[i]), fixed(cml::gbps(2 * a.bytes(), st[i].median_ms), 0),
+           fixed(st[0].median_ms / st[i].median_ms, 3)});
+  }
+  c.run.emit(t);
+  std::printf(
+      "(cycles: from the clock64 read before the thread's arrival to its seeing the phase complete, mean per "
+      "tile; more than the first row's: the extra updates of a diverged warp cost time)\n");
+  return ok;
+}
+
 }  // namespace
 
 bool entangled_mode(Context& c) {
@@ -106,7 +160,7 @@ bool entangled_mode(Context& c) {
   std::printf(
       "(the last row waits for the tile's own group: its cycles are what waiting for one copy costs. A row "
       "near it with wait_group 1 waited for a group that counting per thread would have left in flight)\n");
-  return ok;
+  return arrivals_table(c) && ok;
 }
 
 }  // namespace ch08
