@@ -24,7 +24,7 @@ def plot_matrix(folder, label):
     for r in rows:
         grid[index[int(r["from"])]][index[int(r["to"])]] = number(r["peer copy GB/s"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
-    image = left.imshow(grid, cmap="viridis")
+    image = left.imshow(grid, cmap="viridis", vmin=0)  # from 0: near-equal links look near-equal
     for r in rows:
         i, j = index[int(r["from"])], index[int(r["to"])]
         left.text(j, i, f"{number(r['peer copy GB/s']):.0f}", ha="center", va="center", color="white", fontsize=9)
