@@ -28,6 +28,16 @@ constexpr double kRingOverNccl = 0.6;
 
 }  // namespace
 
+// Steps 3 and 4: every pair of neighbours (and, for the ring, the last and the first) reach
+// each other's memory both ways.
+#define CML_REQUIRE_NEIGHBOURS(m, ring)                                             \
+  for (int cml_d_ = 0; cml_d_ + 1 < (m).team.size() + ((ring) ? 1 : 0); ++cml_d_) { \
+    const int cml_a_ = (m).team[cml_d_].device;                                     \
+    const int cml_b_ = (m).team[(cml_d_ + 1) % (m).team.size()].device;             \
+    CML_REQUIRE_PEER(m, cml_a_, cml_b_);                                            \
+    CML_REQUIRE_PEER(m, cml_b_, cml_a_);                                            \
+  }
+
 CML_INTEGRITY_CASE(10, "10_multi_gpu")
 
 // ---- Step 1 ------------------------------------------------------------------------------
@@ -78,7 +88,8 @@ TEST_CASE("step 1: copy_between lands every byte both ways, peer to peer and thr
         INFO("copy_between said " << (path == ch10::Path::Peer ? "Peer" : "ThroughHost")
                                   << ": it goes peer to peer exactly where the matrix says the two devices reach "
                                      "each other (step 1; ./lab hint 10)");
-        CHECK((path == ch10::Path::Peer) == (direct && m.peers.reaches(m.team[a].device, m.team[b].device)));
+        CHECK((path == ch10::Path::Peer) == (direct && (m.peers.reaches(m.team[a].device, m.team[b].device) ||
+                                                        m.peers.reaches(m.team[b].device, m.team[a].device))));
       }
 }
 
@@ -168,9 +179,7 @@ TEST_CASE("step 2: add_from_peer adds the other GPU's floats at any count and an
           "[ch10][step2][correctness]") {
   Machine m;
   const int a = m.team[0].device, b = m.team[1].device;
-  INFO("enable_peer_access did not enable " << a << " -> " << b << ": a kernel of one GPU can read the other's "
-                                            << "memory only with peer access (step 1 first; ./lab hint 10)");
-  REQUIRE(m.peers.reaches(a, b));
+  CML_REQUIRE_PEER(m, a, b);
   const std::size_t big = (std::size_t{1} << 20) + 3;
   ch10::DeviceArray local(a, big + 8), remote(b, big + 8);
   for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{5}, std::size_t{4099}, big})
@@ -198,12 +207,21 @@ TEST_CASE("step 2: add_from_peer only enqueues one kernel, on the given device a
   CML_REQUIRE_TRACING();
   Machine m;
   const int a = m.team[0].device, b = m.team[1].device;
+  CML_REQUIRE_PEER(m, a, b);
   const std::size_t n = std::size_t{8} << 20;
   ch10::DeviceArray local(a, n), remote(b, n);
+  CUDA_CHECK(cudaSetDevice(b));  // another device current: the launch must pick the stream's own
   const auto e = cml::test::watch_enqueue_on(
       {{a, m.team[0].compute}}, [&] { ch10::add_from_peer(local.data(), remote.data(), n, a, m.team[0].compute); });
-  INFO("add_from_peer " << e.error() << " (step 2; ./lab hint 10)");
+  int now = -1;
+  CUDA_CHECK(cudaGetDevice(&now));
+  INFO("add_from_peer " << e.error() << " — with device " << b << " current, a kernel for a stream of device " << a
+                        << " launches only once device " << a << " is made current (step 2; ./lab hint 10)");
   REQUIRE(e.error().empty());
+  INFO("device " << b << " was current before add_from_peer and " << now
+                 << " after: make the stream's device current for the launch, then the one before again "
+                    "(ch10::OnDevice; step 2)");
+  CHECK(now == b);
   INFO("the trace shows " << e.trace.copies.size() << " copies: the kernel reads the other GPU's memory itself, "
                           << "over the link, with peer access (step 2; ./lab hint 10)");
   CHECK(e.trace.copies.empty());
@@ -223,12 +241,13 @@ TEST_CASE("step 2: add_from_peer_kernel loads 16 bytes at a time", "[ch10][step2
   INFO(f->name << " has " << wide << " 16-byte loads and " << cml::sass::count(*f, "LDG") - wide
                << " narrower ones: each request over the link should carry four floats a thread, a warp's "
                   "512 consecutive bytes (step 2; ./lab hint 10)");
-  CHECK(wide >= 2);
+  CHECK(wide >= 1);
 }
 
 TEST_CASE("step 2: add_from_peer reaches kPeerKernelOverCopy of a peer copy of the same bytes", "[ch10][step2][perf]") {
   Machine m;
   const int a = m.team[0].device, b = m.team[1].device;
+  CML_REQUIRE_PEER(m, a, b);
   const std::size_t n = cml::test::large_array_bytes() / sizeof(float);
   ch10::DeviceArray local(a, n), scratch(a, n), remote(b, n);
   const auto st = cml::test::time_together(
@@ -252,6 +271,7 @@ TEST_CASE("step 2: add_from_peer reaches kPeerKernelOverCopy of a peer copy of t
 TEST_CASE("step 3: run_jacobi gives the CPU's grid for every band count, odd sizes and sweep counts",
           "[ch10][step3][correctness]") {
   Machine m;
+  CML_REQUIRE_NEIGHBOURS(m, false);
   const int count = m.team.size();
   struct Shape {
     int rows, cols, iterations;
@@ -276,6 +296,7 @@ TEST_CASE("step 3: run_jacobi only enqueues, each band's work on its own GPU, ha
           "[ch10][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   Machine m;
+  CML_REQUIRE_NEIGHBOURS(m, false);
   const int count = m.team.size(), rows = 4000 + count - 1, cols = 4099, iterations = 3;
   ch10::Bands bands(m.team, ch10::initial_grid(rows, cols, 5), rows, cols);
   const auto e = cml::test::watch_enqueue_on(
@@ -287,11 +308,12 @@ TEST_CASE("step 3: run_jacobi only enqueues, each band's work on its own GPU, ha
                           << " through the host; want " << 2 * (count - 1) * iterations << " of "
                           << cols * sizeof(float) << " bytes each: every sweep each inner boundary's two edge rows, "
                           << "device to device (step 3; ./lab hint 10)");
-  CHECK(cross.size() == static_cast<std::size_t>(2 * (count - 1) * iterations));
+  // Halos may also be written by a kernel's own stores into the neighbour's memory: then no copy.
+  CHECK((cross.empty() || cross.size() == static_cast<std::size_t>(2 * (count - 1) * iterations)));
   CHECK(host_copies(e.trace) == 0);
   for (const auto& c : cross) {
     INFO("a copy of " << c.bytes << " bytes from device " << c.src_device << " to " << c.dst_device);
-    CHECK(c.bytes == cols * sizeof(float));
+    CHECK((c.bytes >= (cols - 2) * sizeof(float) && c.bytes <= cols * sizeof(float)));  // the corners are unread
     CHECK((c.src_device + 1 == c.dst_device || c.dst_device + 1 == c.src_device));
   }
   std::vector<std::uint32_t> mine;
@@ -307,6 +329,7 @@ TEST_CASE("step 3: run_jacobi only enqueues, each band's work on its own GPU, ha
 TEST_CASE("step 3: the halos travel while the inner rows are computed", "[ch10][step3][mechanism]") {
   CML_REQUIRE_TRACING();
   Machine m;
+  CML_REQUIRE_NEIGHBOURS(m, false);
   const int count = m.team.size(), rows = 8192, cols = 8192, iterations = 6;
   ch10::Bands bands(m.team, ch10::initial_grid(rows, cols, 5), rows, cols);
   ch10::run_jacobi(bands.slabs().data(), count, cols, 2, m.peers);  // warm: modules, first launches
@@ -326,7 +349,11 @@ TEST_CASE("step 3: the halos travel while the inner rows are computed", "[ch10][
     beside += cml::overlap_length({c.when}, kernels);
     total += c.when.length();
   }
-  const double hidden = total ? static_cast<double>(beside) / static_cast<double>(total) : 0.0;
+  if (total == 0) {
+    SUCCEED("no copy between the GPUs: the halos were written by the sweep kernels themselves");
+    return;
+  }
+  const double hidden = static_cast<double>(beside) / static_cast<double>(total);
   INFO("the halo copies ran beside a sweep kernel of their own GPU " << static_cast<int>(100 * hidden)
                                                                      << " % of their time: compute the edge rows "
                                                                         "first, send them, and compute the inner "
@@ -337,6 +364,7 @@ TEST_CASE("step 3: the halos travel while the inner rows are computed", "[ch10][
 
 TEST_CASE("step 3: run_jacobi reaches kHaloHidden of the same sweeps with no exchange", "[ch10][step3][perf]") {
   Machine m;
+  CML_REQUIRE_NEIGHBOURS(m, false);
   const int count = m.team.size(), rows = 8192, cols = 8192, iterations = 20;
   ch10::Bands bands(m.team, ch10::initial_grid(rows, cols, 5), rows, cols);
   const auto st = cml::test::time_together({[&](cudaStream_t) {
@@ -363,6 +391,7 @@ TEST_CASE("step 3: run_jacobi reaches kHaloHidden of the same sweeps with no exc
 TEST_CASE("step 4: ring_all_reduce gives every rank the sum, for counts below, at and past the GPU count",
           "[ch10][step4][correctness]") {
   Machine m;
+  CML_REQUIRE_NEIGHBOURS(m, true);
   const int count = m.team.size();
   for (const std::size_t n : {std::size_t{1}, static_cast<std::size_t>(count - 1), static_cast<std::size_t>(count),
                               std::size_t{1000003}, (std::size_t{1} << 22) + 5}) {
@@ -384,6 +413,7 @@ TEST_CASE(
     "[ch10][step4][mechanism]") {
   CML_REQUIRE_TRACING();
   Machine m;
+  CML_REQUIRE_NEIGHBOURS(m, true);
   const int count = m.team.size();
   const std::size_t n = (std::size_t{1} << 22) + 5;
   ch10::Ring r(m.team, n);
@@ -409,6 +439,7 @@ TEST_CASE(
 TEST_CASE("step 4: the ring reaches kRingOverNccl of NCCL's all-reduce of the same buffers", "[ch10][step4][perf]") {
   if (!ch10::have_nccl()) CML_SKIP("this build has no NCCL to compare the ring with (./lab doctor)");
   Machine m;
+  CML_REQUIRE_NEIGHBOURS(m, true);
   const int count = m.team.size();
   const std::size_t n = (std::size_t{64} << 20) / sizeof(float);
   ch10::Ring r(m.team, n);

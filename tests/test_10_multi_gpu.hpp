@@ -50,6 +50,20 @@ struct Machine {
   }
 };
 
+// Steps 2-4 read the other GPU's memory: where the hardware does not let `a` reach `b`, the
+// case skips and says so; where it does and the learner's step 1 did not enable it, it fails
+// naming step 1 (a kernel that read without it would fault, and end every later case).
+#define CML_REQUIRE_PEER(m, a, b)                                                                             \
+  do {                                                                                                        \
+    if (!ch10::peer_capability((m).devices).reaches((a), (b)))                                                \
+      CML_SKIP("device " + std::to_string(a) + " cannot reach device " + std::to_string(b) +                  \
+               "'s memory on this machine (cudaDeviceCanAccessPeer): this step needs peer access");           \
+    INFO("enable_peer_access did not enable " << (a) << " -> " << (b) << ": a kernel of one GPU can use the " \
+                                              << "other's memory only with peer access (step 1 first; "       \
+                                              << "./lab hint 10)");                                           \
+    REQUIRE((m).peers.reaches((a), (b)));                                                                     \
+  } while (0)
+
 // The i-th float of pattern `seed`: every value distinct within a buffer, exact as a float.
 inline float pattern(unsigned seed, std::size_t i) {
   return static_cast<float>((i * 2654435761u + seed * 97u) % 1000003u);

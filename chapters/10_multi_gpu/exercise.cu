@@ -75,7 +75,7 @@ void add_from_peer(float* local, const float* remote, std::size_t n, int device,
   CUDA_CHECK(cudaMalloc(&copy, n * sizeof(float)));
   cudaPointerAttributes attr{};
   CUDA_CHECK(cudaPointerGetAttributes(&attr, remote));
-  CUDA_CHECK(cudaMemcpyPeer(copy, device, remote, attr.device, n * sizeof(float)));
+  CUDA_CHECK(cudaMemcpyPeerAsync(copy, device, remote, attr.device, n * sizeof(float), stream));
   add_from_peer_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(local, copy, n);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -102,8 +102,12 @@ void run_jacobi(Slab* slabs, int count, int cols, int iterations, [[maybe_unused
     for (int d = 0; d + 1 < count; ++d) {
       Slab& up = slabs[d];
       Slab& down = slabs[d + 1];
-      CUDA_CHECK(cudaMemcpyPeer(row(down.next, 0), down.device, row(up.next, up.rows), up.device, row_bytes));
-      CUDA_CHECK(cudaMemcpyPeer(row(up.next, up.rows + 1), up.device, row(down.next, 1), down.device, row_bytes));
+      const OnDevice on(up.device);
+      CUDA_CHECK(
+          cudaMemcpyPeerAsync(row(down.next, 0), down.device, row(up.next, up.rows), up.device, row_bytes, up.compute));
+      CUDA_CHECK(cudaMemcpyPeerAsync(row(up.next, up.rows + 1), up.device, row(down.next, 1), down.device, row_bytes,
+                                     up.compute));
+      CUDA_CHECK(cudaStreamSynchronize(up.compute));
     }
     for (int d = 0; d < count; ++d) std::swap(slabs[d].cur, slabs[d].next);
   }
@@ -128,6 +132,7 @@ void ring_all_reduce(Rank* ranks, int count, std::size_t n, [[maybe_unused]] con
   for (int r = 0; r < count; ++r) {
     const OnDevice on(ranks[r].device);
     CUDA_CHECK(cudaMemcpy(ranks[r].data, sum.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // a copy from pageable memory may return before it lands
   }
 }
 

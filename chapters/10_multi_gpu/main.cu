@@ -199,6 +199,7 @@ bool halo(Context& c) {
   // A few sweeps under the CUPTI trace, for ./lab profile 10 and the plot.
   cml::trace::Recorder recorder;
   ch10::run_jacobi(bands.slabs().data(), c.team.size(), cols, 2, c.peers);
+  c.team.synchronize();  // every GPU's records of the warm-up in before they are discarded
   recorder.discard();
   cml::api::Recorder calls;  // which calls kept the host waiting, for the timeline
   ch10::run_jacobi(bands.slabs().data(), c.team.size(), cols, 4, c.peers);
@@ -208,8 +209,11 @@ bool halo(Context& c) {
   trace.host = waits;
   if (trace.ok) {
     c.run.write("timeline_halo.csv", trace.to_csv());
-    std::printf("trace of 4 sweeps: %zu peer copies, %zu kernels\n", trace.copies_of(cml::trace::CopyKind::PtoP).size(),
+    const auto between = std::count_if(trace.copies.begin(), trace.copies.end(),
+                                       [](const cml::trace::CopyRecord& r) { return r.src_device != r.dst_device; });
+    std::printf("trace of 4 sweeps: %zu copies between GPUs, %zu kernels\n", static_cast<std::size_t>(between),
                 trace.kernels.size());
+
   } else {
     std::printf("(trace unavailable: %s)\n", trace.error.c_str());
   }
@@ -280,6 +284,8 @@ int run(int argc, char** argv) {
   const cml::Run run =
       cml::open_run(cli, cml::Footprint{std::max<std::uint64_t>(3 * s.bytes, grid), "--size/--rows/--cols"});
   ch10::Team team(ch10::chapter_devices(2), s.bytes);
+  if (s.rows < team.size())
+    throw cml::UsageError("--rows: at least one row per GPU (" + std::to_string(team.size()) + " GPUs here)");
   const std::vector<int> devices = team.devices();
   Context c{s, run, team, ch10::enable_peer_access(devices.data(), static_cast<int>(devices.size()))};
   return cml::finish(cml::run_modes(kModes, s.mode, c));

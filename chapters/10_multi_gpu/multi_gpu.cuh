@@ -60,6 +60,7 @@ enum class Path { Peer, ThroughHost };
 // Only enqueues: work enqueued on link.dst_stream after the call runs after the bytes have
 // landed in dst, and work enqueued on link.src_stream after the call may overwrite src.
 // The staging buffer is free for the next copy once link.dst_stream's work so far is done.
+// The copy does not wait for work already queued that uses dst: the caller orders that.
 // Returns the path it took.
 Path copy_between(void* dst, const void* src, std::size_t bytes, const Link& link, const PeerMatrix& peers);
 
@@ -108,12 +109,11 @@ struct Rank {
 
 // In place: every rank's data becomes the element-wise sum of all the ranks' data. A ring:
 // rank r receives from rank r - 1 (rank count - 1 sends to rank 0). A reduce-scatter of
-// count - 1 steps leaves each rank one chunk (n / count, the last ones one more where n does
-// not divide) summed over every rank; an all-gather of count - 1 steps passes those chunks
-// round. Each step is one operation per rank on its own stream, ordered across ranks by
-// events only: only enqueues. Peer access from each rank to the rank before it is enabled.
-// The result is complete once every rank's stream is: a rank's data is read by the next
-// rank until the last step.
+// count - 1 steps leaves each rank one chunk (chunk c: [n * c / count, n * (c + 1) / count))
+// summed over every rank; an all-gather of count - 1 steps passes those chunks round. Each step is one operation per
+// rank on its own stream, ordered across ranks by events only: only enqueues. Peer access from each rank to the rank
+// before it is enabled. The result is complete once every rank's stream is: a rank's data is read by the next rank
+// until the last step.
 void ring_all_reduce(Rank* ranks, int count, std::size_t n, const PeerMatrix& peers);
 
 // Provided: NCCL's all-reduce (ncclSum of floats) over the same ranks, in place, each on its

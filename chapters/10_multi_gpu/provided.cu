@@ -41,15 +41,14 @@ namespace {
 // loads of a warp are each one run of consecutive floats.
 __global__ void jacobi_rows_kernel(const float* __restrict__ in, float* __restrict__ out, int cols, int first,
                                    int last) {
-  const int r = first + static_cast<int>(blockIdx.y);
-  if (r > last) return;
-  const std::size_t row = static_cast<std::size_t>(r) * static_cast<std::size_t>(cols);
-  for (int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); c < cols;
-       c += static_cast<int>(gridDim.x * blockDim.x)) {
-    if (c == 0 || c == cols - 1) {
-      out[row + c] = in[row + c];  // the grid's fixed left and right boundary
-    } else {
-      out[row + c] = 0.25f * (in[row - cols + c] + in[row + cols + c] + in[row + c - 1] + in[row + c + 1]);
+  for (int r = first + static_cast<int>(blockIdx.y); r <= last; r += static_cast<int>(gridDim.y)) {
+    const std::size_t row = static_cast<std::size_t>(r) * static_cast<std::size_t>(cols);
+    for (int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); c < cols;
+         c += static_cast<int>(gridDim.x * blockDim.x)) {
+      if (c == 0 || c == cols - 1)
+        out[row + c] = in[row + c];  // the grid's fixed left and right boundary
+      else
+        out[row + c] = 0.25f * (in[row - cols + c] + in[row + cols + c] + in[row + c - 1] + in[row + c + 1]);
     }
   }
 }
@@ -60,7 +59,8 @@ void launch_jacobi_rows(const float* in, float* out, int cols, int first, int la
   if (last < first) return;
   constexpr int kThreads = 256;
   const int across = (cols + kThreads - 1) / kThreads;
-  const dim3 grid(static_cast<unsigned>(across < 8 ? across : 8), static_cast<unsigned>(last - first + 1));
+  const int rows = last - first + 1;  // a grid's y is at most 65535: the kernel strides over the rest
+  const dim3 grid(static_cast<unsigned>(across < 8 ? across : 8), static_cast<unsigned>(rows < 65535 ? rows : 65535));
   jacobi_rows_kernel<<<grid, kThreads, 0, stream>>>(in, out, cols, first, last);
   CUDA_CHECK_LAUNCH();
 }

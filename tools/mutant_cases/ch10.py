@@ -50,7 +50,7 @@ MUTANTS = [
     # The kernel launched without switching to the stream's device.
     Mutant("add_from_peer launched on the current device, not the stream's",
            [("  const OnDevice on(device);  // a stream's kernels launch on its own device\n", "")],
-           "[step2][correctness]", "floats"),
+           "[step2][mechanism]", "launches only once device"),
     # The misalignment ignored: a float4 from an address that is not 16-byte aligned.
     Mutant("add_from_peer assumes 16-byte aligned starts",
            [("  const std::size_t head =\n      misalign(local) == misalign(remote) && misalign(local) % sizeof(float) == 0"
