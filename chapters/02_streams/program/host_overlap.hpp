@@ -1,7 +1,7 @@
 // Chapter 02 — --mode=host-overlap: the host's own work done while the staged pipeline runs,
 // the first way the Best Practices Guide gives of overlapping with asynchronous copies
-// (docs/02, "The host's work beside the pipeline"). The host work is real: the CPU reference
-// of the problem, repeated until it takes about as long as the pipeline. Program only.
+// (docs/02, "Other ways to overlap"). The host work is real: the CPU reference
+// of as many outputs as take about as long as the pipeline. Program only.
 #pragma once
 
 #include "harness.hpp"
