@@ -222,7 +222,7 @@ def profile_timeline(ch: Chapter, spec: TimelineSpec, args, gpu: str, root: Path
         for f in findings:
             say("  " + f)
         if not findings:
-            say("  your pipeline overlaps as the solution's does")
+            say("  nothing this trace is judged on differs from the solution's")
     if getattr(args, "record", None):
         stem = Path(spec.file).stem
         stem = stem[len("timeline_"):] if stem.startswith("timeline_") else stem

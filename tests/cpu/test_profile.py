@@ -346,6 +346,37 @@ class TimelineChecks(unittest.TestCase):
         near = tl.Summary(9e5, 0, 0, 1e3, 10.0, host_waited_us=270.0, host_calls="cudaMalloc 270 µs")
         self.assertEqual(pr.timeline_findings(near, ref, spec, "03"), [])
 
+    def recorded(self, name):
+        return tl.summarize(tl.parse_trace((ROOT / "tests" / "cpu" / "fixtures" / "profile" / name).read_text()))
+
+    def test_recorded_on_an_h100_the_starters_thousand_copies_are_named_against_the_solutions_eight(self):
+        # ./lab profile 01 --record starter, NVIDIA H100 80GB HBM3, 2026-12-05.
+        mine = self.recorded("01_timeline_send_batched_starter_h100.csv")
+        ref = self.recorded("01_timeline_send_batched_solution_h100.csv")
+        self.assertEqual((mine.htod_copies, ref.htod_copies, ref.kernels), (1024, 8, 1))
+        said = pr.timeline_findings(mine, ref, self.spec("01"), "01")
+        self.assertEqual(len(said), 1, said)
+        self.assertIn("your run issued 1024 host→device copies against the solution's 8", said[0])
+
+    def test_recorded_on_an_h100_the_pageable_starter_is_told_its_copies_and_its_waits(self):
+        # ./lab profile 02 --record starter, NVIDIA H100 80GB HBM3, 2026-12-05: pageable
+        # buffers, one stream; the host waited 114 ms inside its two cudaMemcpyAsync calls.
+        mine = self.recorded("02_timeline_staged_starter_h100.csv")
+        ref = self.recorded("02_timeline_staged_solution_h100.csv")
+        said = pr.timeline_findings(mine, ref, self.spec("02"), "02")
+        self.assertTrue(said[0].startswith("2 of your copies moved pageable host memory"), said)
+        self.assertTrue(any("your host waited 114,037 µs inside CUDA calls (cudaMemcpyAsync" in s for s in said), said)
+        self.assertEqual(pr.timeline_findings(ref, ref, self.spec("02"), "02"), [])
+
+    def test_recorded_on_an_h100_the_solutions_lanes_show_their_migrations_and_few_faults(self):
+        # ./lab profile 03 --record solution, NVIDIA H100 80GB HBM3, 2026-12-05: 4 lanes x 4
+        # rounds over 256 MiB, prefetched both ways.
+        ref = self.recorded("03_timeline_threads_solution_h100.csv")
+        self.assertEqual((ref.kernels, ref.gpu_faults), (16, 41))
+        self.assertAlmostEqual(ref.migrated_bytes / 2**20, 2052.0, delta=0.5)
+        self.assertIn("cudaMemPrefetchAsync", ref.host_calls)
+        self.assertEqual(pr.timeline_findings(ref, ref, self.spec("03"), "03"), [])
+
     def test_an_unknown_check_is_refused_with_the_known_ones(self):
         bad = json.dumps({"what": "x", "timeline": {"file": "t.csv", "step": 1,
                                                     "checks": [{"kind": "speed", "step": 1, "meaning": "m"}]}})
