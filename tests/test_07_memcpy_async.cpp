@@ -34,18 +34,9 @@ constexpr double kPipelineOverReadOnly = 0.55;
 //   to issue its copies.
 constexpr double kFastOverPipeline = 1.06;
 
-// The array every speed bar times, large_array_bytes() of it (its words do not matter),
-// with the partials of a grid of `per_sm` blocks per SM.
-struct TimedArray {
-  std::size_t n = cml::test::large_array_bytes() / sizeof(Word);
-  int blocks;
-  cml::DeviceBuffer<Word> in{n};
-  cml::DeviceBuffer<Word> partial;
-  explicit TimedArray(int per_sm)
-      : blocks(per_sm * cml::test::device().sm_count), partial(static_cast<std::size_t>(blocks)) {
-    CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
-    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  }
+// The array every speed bar times (tile_sum_checks.hpp), and its job at `stages`.
+struct TimedArray : cml::test::TimedWords {
+  using TimedWords::TimedWords;
   Job job(int stages) const { return ch07::make_job(in.data(), n, partial.data(), blocks, 0, stages); }
 };
 

@@ -46,18 +46,9 @@ Timed timed_tma(int stages) {
   };
 }
 
-// The large array every speed bar times (whole rows of 8192 words, for TMA), with the
-// partials of `per_sm` blocks per SM.
-struct TimedArray {
-  std::size_t n = cml::test::large_array_bytes() / sizeof(Word) / 8192 * 8192;
-  int blocks;
-  cml::DeviceBuffer<Word> in{n};
-  cml::DeviceBuffer<Word> partial;
-  explicit TimedArray(int per_sm)
-      : blocks(per_sm * cml::test::device().sm_count), partial(static_cast<std::size_t>(blocks)) {
-    CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(Word)));
-    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
-  }
+// The array every speed bar times (tile_sum_checks.hpp), in whole rows of 8192 words, for TMA.
+struct TimedArray : cml::test::TimedWords {
+  explicit TimedArray(int per_sm) : TimedWords(per_sm, 8192) {}
   cml::Work work(const Timed& f) const {
     return [this, f](cudaStream_t s) { f(in.data(), n, partial.data(), blocks, s); };
   }

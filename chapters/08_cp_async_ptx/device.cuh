@@ -43,6 +43,7 @@ using cml::ptx::fence_proxy_async_shared;
 using cml::ptx::global_ns;
 using cml::ptx::mbarrier_arrive_expect_tx;
 using cml::ptx::mbarrier_init;
+using cml::ptx::mbarrier_test_wait_parity;
 using cml::ptx::mbarrier_try_wait_parity;
 using cml::ptx::shared_address;
 using cml::ptx::tensor_load_2d;

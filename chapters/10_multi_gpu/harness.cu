@@ -1,6 +1,8 @@
 // Chapter 10 — see harness.hpp.
 #include "harness.hpp"
 
+#include "cml/needs.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -13,11 +15,9 @@ std::vector<int> chapter_devices(int at_least) {
     (void)cudaGetLastError();
     count = 0;
   }
-  if (count < at_least) {
-    static const char* const kWords[] = {"none", "one", "two", "three", "four", "five", "six", "seven", "eight"};
-    const auto words = [](int k) { return k >= 0 && k <= 8 ? std::string(kWords[k]) : std::to_string(k); };
-    throw cml::Skip("needs " + words(at_least) + " GPUs; this machine has " + words(count));
-  }
+  if (count < at_least)
+    throw cml::Skip("needs " + cml::needs::count_words(at_least, "GPU") + "; this machine has " +
+                    (count == 1 ? std::string("one") : cml::needs::count_words(count, "GPU")));
   std::vector<int> devices;
   for (int d = 0; d < count && d < kMaxDevices; ++d) devices.push_back(d);
   return devices;

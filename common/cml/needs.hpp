@@ -38,6 +38,10 @@ Need parse_need(const std::string& spec, const std::string& what);
 // The course's table: needs.txt as it was when the program was built.
 const std::vector<Entry>& course();
 
+// "two GPUs", "one GPU", "12 GPUs": a small count in words, as a sentence says it ("none"
+// is "no GPUs").
+std::string count_words(int n, const std::string& noun);
+
 // "compute capability 8.0", "2 copy engines", "managed memory (managedMemory)"...
 std::string describe(const Need& need);
 

@@ -171,6 +171,30 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(std::uint64_t* bar, uns
 #endif
 }
 
+// mbarrier.test_wait.parity: the same question as mbarrier_try_wait_parity, from sm_80 on
+// (the barrier's cp.async arrivals exist there too), answered at once, never suspending the
+// thread: a loop on it spins. SASS: SYNCS.PHASECHK.TRANS64 (sm_90).
+__device__ __forceinline__ bool mbarrier_test_wait_parity(std::uint64_t* bar, unsigned parity) {
+#if CML_ARCH_HAS_CP_ASYNC
+  std::uint32_t done = 0;
+  asm volatile(
+      "{\n"
+      "  .reg .pred p;\n"
+      "  mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "  selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(shared_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+#else
+  (void)bar;
+  (void)parity;
+  __trap();
+  return false;
+#endif
+}
+
 // ---- Bulk and tensor copies (sm_90) ------------------------------------------------------------
 
 // cp.async.bulk global -> shared, completing on `bar`: one instruction, issued by one

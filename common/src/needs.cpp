@@ -93,14 +93,11 @@ const std::vector<Entry>& course() {
   return table;
 }
 
-namespace {
-// "two GPUs", "one GPU", "12 GPUs": small counts in words, as a sentence says them.
 std::string count_words(int n, const std::string& noun) {
   static const char* const kWords[] = {"no", "one", "two", "three", "four", "five", "six", "seven", "eight"};
   const std::string number = n >= 0 && n <= 8 ? kWords[n] : std::to_string(n);
   return number + " " + noun + (n == 1 ? "" : "s");
 }
-}  // namespace
 
 std::string describe(const Need& n) {
   if (n.key == "cc") return "compute capability " + std::to_string(n.value / 10) + "." + std::to_string(n.value % 10);

@@ -5,13 +5,16 @@
 // 1..kMaxStages. `make_job(in, n, partial, blocks, compute, stages)` is the chapter's.
 // And what both check of a pipelined kernel's SASS: the tile loop's two block barriers.
 // And that a launcher reads nothing past its array: the array ends at an unmapped range
-// (cml/end_guard.hpp), so a read past in[n - 1] faults in a plain run.
+// (cml/end_guard.hpp), so a read past in[n - 1] faults in a plain run. And the array the
+// speed bars (and the profile targets) time.
 #pragma once
 
 #include "catch.hpp"
 #include "cuda_fault.hpp"
 #include "enqueue_only.hpp"
+#include "gpu.hpp"
 #include "launch_geometry.hpp"
+#include "speed_bar.hpp"
 #include "stream_race.hpp"
 
 #include "cml/buffers.hpp"
@@ -127,6 +130,25 @@ inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::st
        << where << ")");
   CHECK(bars >= 4);
 }
+
+// ---- The timed array ----------------------------------------------------------------------
+
+// The array every speed bar of chapters 07 and 08 times: large_array_bytes() of it, a whole
+// number of `multiple` words (its words do not matter), with the partials of `per_sm`
+// blocks per SM.
+struct TimedWords {
+  explicit TimedWords(int per_sm, std::size_t multiple = 1)
+      : n(large_array_bytes() / sizeof(cml::tile_sum::Word) / multiple * multiple),
+        blocks(per_sm * device().sm_count),
+        in(n),
+        partial(static_cast<std::size_t>(blocks)) {
+    CUDA_CHECK(cudaMemset(in.data(), 0x5A, n * sizeof(cml::tile_sum::Word)));
+    CUDA_CHECK(cudaDeviceSynchronize());  // lands before a kernel on a non-blocking stream
+  }
+  std::size_t n;
+  int blocks;
+  cml::DeviceBuffer<cml::tile_sum::Word> in, partial;
+};
 
 // ---- Reads past the end ------------------------------------------------------------------
 

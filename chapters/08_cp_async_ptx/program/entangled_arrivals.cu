@@ -1,9 +1,10 @@
 // Chapter 08 — the kernels of --mode=entangled's arrive-on table (see entangled_arrivals.hpp).
-// As in entangled_commits.cu, the instructions of the two branches are written with
-// different PTX text, so the compiler cannot merge them into one before the branch. The
+// The copies and arrivals of the two branches are written with different PTX text, so the
+// compiler cannot merge them into one before the branch (branch_copy.cuh says why). The
 // mode prints each kernel's ARRIVES count from this program's SASS.
 #include "entangled_arrivals.hpp"
 
+#include "branch_copy.cuh"
 #include "device.cuh"
 
 #include "cml/errors.hpp"
@@ -15,16 +16,6 @@ namespace ch08 {
 
 namespace {
 
-template <int Branch>
-__device__ __forceinline__ void copy_piece(void* dst, const void* src) {
-  const std::uint32_t to = shared_address(dst);
-  const auto from = __cvta_generic_to_global(src);
-  if constexpr (Branch == 0)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16; // first branch\n" ::"r"(to), "l"(from) : "memory");
-  else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16; // second branch\n" ::"r"(to), "l"(from) : "memory");
-}
-
 // The barrier's arrival, once this thread's cp.async operations so far have landed. .noinc:
 // the arrival counts against the count the barrier was made with (one per thread).
 template <int Branch>
@@ -35,21 +26,6 @@ __device__ __forceinline__ void arrive_on(std::uint64_t* bar) {
   else
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0]; // second branch\n" ::"r"(shared_address(bar))
                  : "memory");
-}
-
-// Whether the phase of `parity` has completed (mbarrier.test_wait: sm_80 on, no suspend).
-__device__ __forceinline__ bool phase_done(std::uint64_t* bar, unsigned parity) {
-  std::uint32_t done = 0;
-  asm volatile(
-      "{\n"
-      "  .reg .pred p;\n"
-      "  mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "  selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(shared_address(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
 }
 
 }  // namespace
@@ -73,21 +49,21 @@ __global__ void __launch_bounds__(kThreads)
     Piece* const slot = &stage[t];
     long long before = 0;
     if constexpr (A == Arrival::converged) {
-      if (mine) copy_piece<0>(slot, in + p);
+      if (mine) copy_16_in_branch<0>(slot, in + p);
       before = clock64();
       arrive_on<0>(&bar);
     } else if constexpr (A == Arrival::halves) {
       if (low) {
-        if (mine) copy_piece<0>(slot, in + p);
+        if (mine) copy_16_in_branch<0>(slot, in + p);
         before = clock64();
         arrive_on<0>(&bar);
       } else {
-        if (mine) copy_piece<1>(slot, in + p);
+        if (mine) copy_16_in_branch<1>(slot, in + p);
         before = clock64();
         arrive_on<1>(&bar);
       }
     } else if constexpr (A == Arrival::lanes) {
-      if (mine) copy_piece<0>(slot, in + p);
+      if (mine) copy_16_in_branch<0>(slot, in + p);
       before = clock64();
       for (int l = 0; l < 32; ++l) {
         if (lane == l) arrive_on<0>(&bar);
@@ -95,15 +71,15 @@ __global__ void __launch_bounds__(kThreads)
       }
     } else {
       if (low) {
-        if (mine) copy_piece<0>(slot, in + p);
+        if (mine) copy_16_in_branch<0>(slot, in + p);
       } else {
-        if (mine) copy_piece<1>(slot, in + p);
+        if (mine) copy_16_in_branch<1>(slot, in + p);
       }
       __syncwarp();  // the guide's advice: reconverge before the arrival
       before = clock64();
       arrive_on<0>(&bar);
     }
-    while (!phase_done(&bar, parity)) {
+    while (!mbarrier_test_wait_parity(&bar, parity)) {
     }
     spent += static_cast<unsigned long long>(clock64() - before);
     if (mine) out[p] = *slot;  // every thread's copy has landed: the phase completed

@@ -1,11 +1,10 @@
 // Chapter 08 — the kernels of --mode=entangled (see entangled_commits.hpp). The copy and the
 // commit are written once per branch (Branch 0: the first, or the only one; 1: the second),
-// with different PTX text: the compiler may merge identical asm statements of two branches
-// into one before the branch (for one thread they do the same thing), which would leave
-// nothing diverged to measure. The mode prints each kernel's LDGDEPBAR count from this
-// program's SASS: two in the diverged kernel, one in the others.
+// with different PTX text (branch_copy.cuh says why). The mode prints each kernel's
+// LDGDEPBAR count from this program's SASS: two in the diverged kernel, one in the others.
 #include "entangled_commits.hpp"
 
+#include "branch_copy.cuh"
 #include "device.cuh"
 
 #include "cml/errors.hpp"
@@ -16,16 +15,6 @@
 namespace ch08 {
 
 namespace {
-
-template <int Branch>
-__device__ __forceinline__ void copy_16(void* dst, const void* src) {
-  const std::uint32_t to = shared_address(dst);
-  const auto from = __cvta_generic_to_global(src);
-  if constexpr (Branch == 0)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16; // first branch\n" ::"r"(to), "l"(from) : "memory");
-  else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16; // second branch\n" ::"r"(to), "l"(from) : "memory");
-}
 
 template <int Branch>
 __device__ __forceinline__ void commit() {
@@ -50,21 +39,21 @@ __global__ void __launch_bounds__(kThreads)
     const bool mine = p < pieces;  // every thread commits, with a copy or not: all count alike
     Piece* const slot = &stage[t];
     if constexpr (C == Commit::converged) {
-      if (mine) copy_16<0>(slot, in + p);
+      if (mine) copy_16_in_branch<0>(slot, in + p);
       commit<0>();
     } else if constexpr (C == Commit::diverged) {
       if (low) {
-        if (mine) copy_16<0>(slot, in + p);
+        if (mine) copy_16_in_branch<0>(slot, in + p);
         commit<0>();
       } else {
-        if (mine) copy_16<1>(slot, in + p);
+        if (mine) copy_16_in_branch<1>(slot, in + p);
         commit<1>();
       }
     } else {
       if (low) {
-        if (mine) copy_16<0>(slot, in + p);
+        if (mine) copy_16_in_branch<0>(slot, in + p);
       } else {
-        if (mine) copy_16<1>(slot, in + p);
+        if (mine) copy_16_in_branch<1>(slot, in + p);
       }
       __syncwarp();  // the guide's advice: reconverge before the commit
       commit<0>();

@@ -15,6 +15,7 @@
 #include "cml/timing.hpp"
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,16 +52,49 @@ HalfMeans mean_wait(const std::vector<unsigned long long>& cycles, std::size_t p
   return {waits[0] > 0 ? sum[0] / waits[0] : 0, waits[1] > 0 ? sum[1] / waits[1] : 0};
 }
 
-// One checked run of kernel k: whether out == in, and the cycles it recorded.
-bool run_checked(const CommitKind& k, Pieces& a, int blocks, std::vector<unsigned long long>& cycles_out,
+// One kernel of an experiment: it copies `pieces` pieces from `in` to `out` on `blocks` blocks,
+// each thread writing its cycles to cycles[block * 256 + thread].
+using CopyKernel = std::function<void(const Piece* in, std::size_t pieces, Piece* out, unsigned long long* cycles,
+                                      int blocks, cudaStream_t stream)>;
+struct Kernel {
+  std::string name;  // as the checks print it
+  CopyKernel copy;
+};
+
+// One checked run of a kernel: whether out == in, and the cycles it recorded.
+bool run_checked(const Kernel& k, Pieces& a, int blocks, std::vector<unsigned long long>& cycles_out,
                  cudaStream_t stream, const std::string& what) {
   cml::DeviceBuffer<unsigned long long> cycles(static_cast<std::size_t>(blocks) * kThreads);
-  const auto got = a.landed(
-      [&](cudaStream_t s) { copy_entangled(k, a.in.data(), a.count(), a.out.data(), cycles.data(), blocks, s); },
-      stream);
+  const auto got =
+      a.landed([&](cudaStream_t s) { k.copy(a.in.data(), a.count(), a.out.data(), cycles.data(), blocks, s); }, stream);
   cycles_out.resize(cycles.size());
   CUDA_CHECK(cudaMemcpy(cycles_out.data(), cycles.data(), cycles.bytes(), cudaMemcpyDeviceToHost));
-  return same_words(got, a.host, std::string(k.name) + ", " + what);
+  return same_words(got, a.host, k.name + ", " + what);
+}
+
+// Every kernel checked on every length of piece_cases(), a line for each that passed.
+bool check_lengths(const std::vector<Kernel>& kernels, cudaStream_t stream) {
+  bool ok = true;
+  std::vector<unsigned long long> cycles;
+  for (const auto& k : kernels) {
+    bool kind_ok = true;
+    for (const auto& pc : piece_cases()) {
+      Pieces a(pc.pieces);
+      kind_ok &= run_checked(k, a, pc.blocks, cycles, stream, std::to_string(pc.pieces) + " pieces");
+    }
+    if (kind_ok) std::printf("%s: PASSED on %zu lengths\n", k.name.c_str(), piece_cases().size());
+    ok &= kind_ok;
+  }
+  return ok;
+}
+
+// The kernels timed interleaved on the timed array at `blocks` blocks.
+std::vector<cml::Stats> time_kernels(const std::vector<Kernel>& kernels, Pieces& a, int blocks, Context& c) {
+  cml::DeviceBuffer<unsigned long long> scratch(static_cast<std::size_t>(blocks) * kThreads);
+  std::vector<cml::Work> work;
+  for (const auto& k : kernels)
+    work.push_back([&, k](cudaStream_t s) { k.copy(a.in.data(), a.count(), a.out.data(), scratch.data(), blocks, s); });
+  return cml::time_interleaved(work, c.stream, c.run.timing);
 }
 
 // The second table: the arrive-on of each kernel of entangled_arrivals.hpp, checked on every
@@ -69,45 +103,25 @@ bool arrivals_table(Context& c) {
   std::printf(
       "\n== How many updates does a warp's arrive-on make? Each thread copies one piece per tile and arrives "
       "(cp.async.mbarrier.arrive.noinc) converged, in two branches, one lane at a time, or reconverged ==\n");
-  bool ok = true;
-  std::vector<unsigned long long> cycles;
-  const auto checked = [&](const ArrivalKind& k, Pieces& a, int blocks, const std::string& what) {
-    cml::DeviceBuffer<unsigned long long> counted(static_cast<std::size_t>(blocks) * kThreads);
-    const auto got = a.landed(
-        [&](cudaStream_t s) { copy_arrivals(k, a.in.data(), a.count(), a.out.data(), counted.data(), blocks, s); },
-        c.stream);
-    cycles.resize(counted.size());
-    CUDA_CHECK(cudaMemcpy(cycles.data(), counted.data(), counted.bytes(), cudaMemcpyDeviceToHost));
-    return same_words(got, a.host, std::string(k.name) + ", " + what);
-  };
-  for (const auto& k : arrival_kinds()) {
-    bool kind_ok = true;
-    for (const auto& pc : piece_cases()) {
-      Pieces a(pc.pieces);
-      kind_ok &= checked(k, a, pc.blocks, std::to_string(pc.pieces) + " pieces");
-    }
-    if (kind_ok) std::printf("%s: PASSED on %zu lengths\n", k.name, piece_cases().size());
-    ok &= kind_ok;
-  }
+  std::vector<Kernel> kernels;
+  for (const auto& k : arrival_kinds())
+    kernels.push_back({k.name, [k](const Piece* in, std::size_t n, Piece* out, unsigned long long* cycles, int blocks,
+                                   cudaStream_t s) { copy_arrivals(k, in, n, out, cycles, blocks, s); }});
+  bool ok = check_lengths(kernels, c.stream);
   const int blocks = c.blocks(c.s.blocks_per_sm);
   Pieces a(c.s.size / sizeof(Piece));
-  cml::DeviceBuffer<unsigned long long> scratch(static_cast<std::size_t>(blocks) * kThreads);
-  std::vector<cml::Work> work;
-  for (const auto& k : arrival_kinds())
-    work.push_back(
-        [&, k](cudaStream_t s) { copy_arrivals(k, a.in.data(), a.count(), a.out.data(), scratch.data(), blocks, s); });
-  const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
+  const auto st = time_kernels(kernels, a, blocks, c);
   cml::Table t("entangled_arrivals", {"arrive-on", "SASS: ARRIVES", "cycles to the phase, lanes 0-15", "lanes 16-31",
                                       "ms", "GB/s", "of the first row's time"});
-  for (std::size_t i = 0; i < arrival_kinds().size(); ++i) {
-    const auto& k = arrival_kinds()[i];
-    ok &= checked(k, a, blocks, "the timed size");
+  std::vector<unsigned long long> cycles;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    ok &= run_checked(kernels[i], a, blocks, cycles, c.stream, "the timed size");
     const HalfMeans m = mean_wait(cycles, a.count(), blocks);
     std::string why;
-    const auto f = compiled(k.kernel, why);
-    t.row({k.name, f ? std::to_string(cml::sass::count(*f, "ARRIVES")) : "(" + why.substr(0, 40) + ")", fixed(m.low, 0),
-           fixed(m.high, 0), cml::with_noise(st[i]), fixed(cml::gbps(2 * a.bytes(), st[i].median_ms), 0),
-           fixed(st[0].median_ms / st[i].median_ms, 3)});
+    const auto f = compiled(arrival_kinds()[i].kernel, why);
+    t.row({kernels[i].name, f ? std::to_string(cml::sass::count(*f, "ARRIVES")) : "(" + why.substr(0, 40) + ")",
+           fixed(m.low, 0), fixed(m.high, 0), cml::with_noise(st[i]),
+           fixed(cml::gbps(2 * a.bytes(), st[i].median_ms), 0), fixed(st[0].median_ms / st[i].median_ms, 3)});
   }
   c.run.emit(t);
   std::printf(
@@ -122,35 +136,25 @@ bool entangled_mode(Context& c) {
   std::printf(
       "\n== Whose groups does cp.async.wait_group count? Each thread commits one group per tile; then the timed "
       "wait_group 1 (per-thread counting: returns at once), then wait_group 0 ==\n");
-  bool ok = true;
-  std::vector<unsigned long long> cycles;
-  for (const auto& k : commit_kinds()) {
-    bool kind_ok = true;
-    for (const auto& pc : piece_cases()) {
-      Pieces a(pc.pieces);
-      kind_ok &= run_checked(k, a, pc.blocks, cycles, c.stream, std::to_string(pc.pieces) + " pieces");
-    }
-    if (kind_ok) std::printf("%s, wait_group %d: PASSED on %zu lengths\n", k.name, k.wait, piece_cases().size());
-    ok &= kind_ok;
-  }
-
+  std::vector<Kernel> kernels;
+  for (const auto& k : commit_kinds())
+    kernels.push_back({std::string(k.name) + ", wait_group " + std::to_string(k.wait),
+                       [k](const Piece* in, std::size_t n, Piece* out, unsigned long long* cycles, int blocks,
+                           cudaStream_t s) { copy_entangled(k, in, n, out, cycles, blocks, s); }});
+  bool ok = check_lengths(kernels, c.stream);
   const int blocks = c.blocks(c.s.blocks_per_sm);
   Pieces a(c.s.size / sizeof(Piece));
-  cml::DeviceBuffer<unsigned long long> scratch(static_cast<std::size_t>(blocks) * kThreads);
-  std::vector<cml::Work> work;
-  for (const auto& k : commit_kinds())
-    work.push_back(
-        [&, k](cudaStream_t s) { copy_entangled(k, a.in.data(), a.count(), a.out.data(), scratch.data(), blocks, s); });
-  const auto st = cml::time_interleaved(work, c.stream, c.run.timing);
+  const auto st = time_kernels(kernels, a, blocks, c);
   std::printf(
       "\n-- %s MiB, one tile of 4 KiB per block and round, %d blocks per SM; cycles: SM clock cycles between "
       "the clock64 reads around the timed wait, mean per wait, one more run of each kernel --\n",
       fixed(a.bytes() / 1048576.0, 0).c_str(), c.s.blocks_per_sm);
   cml::Table t("entangled", {"commit", "timed wait", "SASS: commits; the timed wait", "cycles, lanes 0-15",
                              "cycles, lanes 16-31", "ms", "GB/s", "of the first row's time"});
+  std::vector<unsigned long long> cycles;
   for (std::size_t i = 0; i < commit_kinds().size(); ++i) {
     const auto& k = commit_kinds()[i];
-    ok &= run_checked(k, a, blocks, cycles, c.stream, "the timed size");
+    ok &= run_checked(kernels[i], a, blocks, cycles, c.stream, "the timed size");
     const HalfMeans m = mean_wait(cycles, a.count(), blocks);
     t.row({k.name, "wait_group " + std::to_string(k.wait), commits_cell(k), fixed(m.low, 0), fixed(m.high, 0),
            cml::with_noise(st[i]), fixed(cml::gbps(2 * a.bytes(), st[i].median_ms), 0),
