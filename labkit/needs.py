@@ -27,6 +27,10 @@ class Need:
     value: str        # "8.0", "2", "" for a flag
     what: str
 
+    def covers(self, step: int) -> bool:
+        """Whether this need is one of step `step`'s (as cml::needs::Entry::covers says)."""
+        return self.first == 0 or self.first <= step <= self.last
+
     def describe(self) -> str:
         """As cml::needs::describe says it."""
         if self.key == "cc":

@@ -89,7 +89,7 @@ def unmet_need(chapter: str, step: int, cc: Optional[tuple], root: Path = ROOT) 
     if cc is None:
         return ""
     for n in course_needs(root):
-        if n.chapter != chapter or n.key != "cc" or not (n.first == 0 or n.first <= step <= n.last):
+        if n.chapter != chapter or n.key != "cc" or not n.covers(step):
             continue
         major, _, minor = n.value.partition(".")
         if cc < (int(major), int(minor or 0)):
