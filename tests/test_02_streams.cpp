@@ -31,6 +31,12 @@ constexpr double kPlanBar = 0.84;
 // sequential; the solution's plan, derived from the phases, does not. That constant plan's
 // best run on the H100 gave 0.36.
 constexpr double kSmallBar = 0.70;
+// A 1 GiB balanced workload (each way), bound / staged: a plan whose chunks never outnumber its
+// streams keeps the same fill and drain share at every size, while a plan derived from the
+// phases makes more, smaller chunks as the problem grows. Provisional until measured on both
+// sides (the [.measure] case's "large-bar" rows).
+constexpr std::size_t kLargeInts = std::size_t{256} << 20;
+constexpr double kLargePlanBar = 0.90;
 
 }  // namespace
 
@@ -764,6 +770,25 @@ TEST_CASE("step 3: your plan comes close to the bound on a balanced, a copy-boun
   }
 }
 
+TEST_CASE("step 3: on a 1 GiB balanced workload your plan makes more chunks than streams and nears the bound",
+          "[ch02][step3][perf]") {
+  CML_REQUIRE_NEED("copy_engines=2", "the bound of copies in both directions at once");
+  Setup s(fitting(kLargeInts), 0);
+  if (s.problem.n < kLargeInts) CML_SKIP("1 GiB each way, pinned, does not fit this machine's free memory");
+  s.problem.cycles = balanced_cycles(s);
+  const PlanRun r = run_plan(s);
+  {
+    INFO(r.wrong);
+    REQUIRE(r.ok);
+  }
+  INFO("1 GiB each way, balanced: phases in "
+       << r.measured.h2d_ms << " ms, kernel " << r.measured.kernel_ms << " ms, one chunk's fixed cost "
+       << r.measured.chunk_ms << " ms; your plan " << plan_text(r.plan) << ": bound / staged "
+       << cml::ratio_text(r.bound(), r.staged) << ", want at least " << kLargePlanBar << ". " << plan_advice(r.plan)
+       << " (step 3; ./lab hint 02)");
+  CHECK(r.efficiency() >= kLargePlanBar);
+}
+
 TEST_CASE("step 3: on a small problem your plan does not lose to the sequential pipeline", "[ch02][step3][perf]") {
   Setup s(std::size_t{1} << 18, 0);  // 1 MiB each way: tens of microseconds per phase
   s.problem.cycles = balanced_cycles(s);
@@ -790,19 +815,32 @@ TEST_CASE("step 3: measure both sides of the plan bars", "[ch02][step3][.measure
   Setup s(n, 0);
   const int balanced = balanced_cycles(s);
   const ch02::Plan two{2, 32, ch02::IssueOrder::Depth}, breadth{8, 32, ch02::IssueOrder::Breadth},
-      fixed{8, 32, ch02::IssueOrder::Depth};
+      fixed{8, 32, ch02::IssueOrder::Depth}, capped{8, 8, ch02::IssueOrder::Depth};
   std::printf("device %s, %zu ints each way, balanced cycles %d\n", dev.name.c_str(), n, balanced);
   for (const int cycles : {balanced, 0, 3 * balanced}) {
     s.problem.cycles = cycles;
     for (int run = 0; run < 5; ++run) {
-      for (const auto& [name, plan] : std::vector<std::pair<const char*, const ch02::Plan*>>{
-               {"choose_plan", nullptr}, {"two streams 2x32 depth", &two}, {"breadth 8x32", &breadth}}) {
+      for (const auto& [name, plan] :
+           std::vector<std::pair<const char*, const ch02::Plan*>>{{"choose_plan", nullptr},
+                                                                  {"two streams 2x32 depth", &two},
+                                                                  {"breadth 8x32", &breadth},
+                                                                  {"capped 8x8 depth", &capped}}) {
         const PlanRun r = run_plan(s, plan);
         std::printf("plan-bar cycles %d run %d %-24s %-40s bound/staged %.3f speed-up %.2f %s\n", cycles, run, name,
                     plan_text(r.plan).c_str(), r.efficiency(), r.speedup(), r.ok ? "" : "WRONG");
       }
     }
   }
+  // The large balanced workload, where a plan with no more chunks than streams falls behind.
+  Setup large(fitting(kLargeInts), 0);
+  large.problem.cycles = balanced_cycles(large);
+  for (int run = 0; run < 5; ++run)
+    for (const auto& [name, plan] : std::vector<std::pair<const char*, const ch02::Plan*>>{
+             {"choose_plan", nullptr}, {"capped 8x8 depth", &capped}}) {
+      const PlanRun r = run_plan(large, plan);
+      std::printf("large-bar %zu ints run %d %-24s %-40s bound/staged %.3f speed-up %.2f %s\n", large.problem.n, run,
+                  name, plan_text(r.plan).c_str(), r.efficiency(), r.speedup(), r.ok ? "" : "WRONG");
+    }
   Setup small(std::size_t{1} << 18, 0);
   small.problem.cycles = balanced_cycles(small);
   for (int run = 0; run < 5; ++run)

@@ -80,6 +80,10 @@ std::string plan_advice(const ch02::Plan& p) {
   if (p.streams < 3)
     return "three stages need three chunks in flight: with two streams chunk c + 2 waits in its stream for "
            "chunk c's copy out. Use more streams";
+  if (p.chunks <= static_cast<std::size_t>(p.streams) && p.chunks >= 4)
+    return "no more chunks than streams: a stream runs its chunks one after another, so one stream can carry "
+           "several, and the fill and drain shrink with every chunk added until the chunks' fixed cost (m.chunk_ms) "
+           "outweighs them. Let the phases and that cost pick the chunk count, not the number of streams";
   if (p.chunks < 8)
     return "nothing overlaps the first chunk's copy in nor the last one's copy out: more (or smaller edge) chunks "
            "shorten that fill and drain";
@@ -137,11 +141,20 @@ PlanRun run_plan(Setup& s, const ch02::Plan* forced = nullptr, int iters = 7) {
   return r;
 }
 
-// The largest n (ints) up to `want` whose in and out buffers, host and device, fit with room to spare.
+// The largest n (ints) up to `want` whose in and out buffers, host and device, fit with room to
+// spare: 1 GiB free beside them on the device, and 2 GiB of the host's free memory (they are pinned).
 std::size_t fitting(std::size_t want) {
   const auto& dev = cml::test::device();
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const std::size_t host_free =
+      pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : std::size_t{0};
+  const auto fits = [&](std::size_t n) {
+    const std::size_t bytes = 2 * n * sizeof(int);
+    return bytes + (std::size_t{1} << 30) <= dev.free_bytes &&
+           (host_free == 0 || bytes + (std::size_t{2} << 30) <= host_free);
+  };
   std::size_t n = want;
-  while (2 * n * sizeof(int) + (std::size_t{1} << 30) > dev.free_bytes && n > (std::size_t{1} << 20)) n /= 2;
+  while (!fits(n) && n > (std::size_t{1} << 20)) n /= 2;
   return n;
 }
 

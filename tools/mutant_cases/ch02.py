@@ -118,6 +118,17 @@ MUTANTS = [
     Mutant("8 streams x 32 chunks breadth-first",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, std::max<std::size_t>(best_chunks, 32), IssueOrder::Breadth};")],
      "[step3][perf]", "breadth-first with fewer streams than chunks"),
+    # Issue 38: a plan whose chunks never outnumber its streams. On the 256 MiB balanced
+    # workload its fill and drain cost about as much as the solution's extra chunks do; on
+    # 1 GiB the solution's plan pulls away and the capped one stays where it was.
+    Mutant("chunks capped at the stream count (8 x 8)",
+     [("const std::size_t most = std::min<std::size_t>(n, 1024);",
+       "const std::size_t most = std::min<std::size_t>(n, 8);")],
+     "[step3][perf]", "no more chunks than streams"),
+    Mutant("one chunk per stream, 8 streams",
+     [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, std::min<std::size_t>(std::max<std::size_t>(best_chunks, 1), 8), "
+       "IssueOrder::Depth};")],
+     "[step3][perf]", "no more chunks than streams"),
     Mutant("never staged",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{1, 1, IssueOrder::Depth};")],
      "[step3][perf]", "three stages need three chunks in flight"),
