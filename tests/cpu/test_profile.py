@@ -243,20 +243,20 @@ class Timeline(unittest.TestCase):
         self.assertEqual(pr.timeline_findings(staged, staged, spec, "02"), [])
 
     def test_two_recorded_runs_share_one_scale_the_longer_runs(self):
-        # ./lab profile 02 on an H200, 2026-12-05: the shipped starter (pageable, one stream)
+        # ./lab profile 02 on an H200, 2026-12-06: the shipped starter (pageable, one stream)
         # and the solution, as the learner's file.
         f = ROOT / "tests" / "cpu" / "fixtures" / "profile"
         starter = tl.parse_trace((f / "02_timeline_staged_starter_h200.csv").read_text())
         solution = tl.parse_trace((f / "02_timeline_staged_solution_h200.csv").read_text())
         span = tl.common_span([starter, solution])
-        self.assertAlmostEqual(span / 1000, 82124.7, delta=0.1)        # the starter's whole run
+        self.assertAlmostEqual(span / 1000, 106338.2, delta=0.1)        # the starter's whole run
         mine = tl.render(starter, span=(0, span))
         theirs = tl.render(solution, span=(0, span))
         self.assertTrue(mine[1].split("|")[1].endswith("<"))            # its copy-out ends the scale
-        self.assertEqual(theirs[0].split("|")[1].rstrip(), ">" * 5)     # 6.1 ms of 82: the first cells
+        self.assertEqual(theirs[0].split("|")[1].rstrip(), ">" * 4)     # 6 ms of 106: the first cells
         spec = pr.parse_spec((ROOT / "chapters" / "02_streams" / "profile.json").read_text())
         said = pr.timeline_findings(tl.summarize(starter), tl.summarize(solution), spec, "02")
-        self.assertTrue(any("overlapped 0% of your span against 82%" in s for s in said), said)
+        self.assertTrue(any("overlapped 0% of your span against 84%" in s for s in said), said)
         self.assertTrue(said[0].startswith("2 of your copies moved pageable host memory (the solution's: 0)"), said)
 
     def test_overlap_is_the_time_both_sets_share_over_their_span(self):
@@ -376,6 +376,24 @@ class TimelineChecks(unittest.TestCase):
         self.assertAlmostEqual(ref.migrated_bytes / 2**20, 2052.0, delta=0.5)
         self.assertIn("cudaMemPrefetchAsync", ref.host_calls)
         self.assertEqual(pr.timeline_findings(ref, ref, self.spec("03"), "03"), [])
+
+    def test_recorded_on_an_h200_the_starters_copies_come_first_then_the_idle_gpu(self):
+        # ./lab profile 01 and 03 --record, NVIDIA H200, 2026-12-06. Here the starter's GPU also
+        # sat idle 2.5 ms between its 1024 copies, against 0.87 ms: a second finding, after the
+        # copies, pointing at the same step.
+        mine = self.recorded("01_timeline_send_batched_starter_h200.csv")
+        ref = self.recorded("01_timeline_send_batched_solution_h200.csv")
+        self.assertEqual((mine.htod_copies, ref.htod_copies, ref.kernels), (1024, 8, 1))
+        said = pr.timeline_findings(mine, ref, self.spec("01"), "01")
+        self.assertEqual(len(said), 2, said)
+        self.assertIn("your run issued 1024 host→device copies against the solution's 8", said[0])
+        self.assertIn("the GPU sat idle 2,523 µs between your operations against 872", said[1])
+        self.assertTrue(all("(step 2; ./lab hint 01 --step 2)" in s for s in said), said)
+        self.assertEqual(pr.timeline_findings(ref, ref, self.spec("01"), "01"), [])
+        lanes = self.recorded("03_timeline_threads_solution_h200.csv")
+        self.assertEqual((lanes.kernels, lanes.gpu_faults), (16, 27))
+        self.assertAlmostEqual(lanes.migrated_bytes / 2**20, 2052.0, delta=0.5)
+        self.assertEqual(pr.timeline_findings(lanes, lanes, self.spec("03"), "03"), [])
 
     def test_an_unknown_check_is_refused_with_the_known_ones(self):
         bad = json.dumps({"what": "x", "timeline": {"file": "t.csv", "step": 1,
