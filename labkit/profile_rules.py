@@ -327,7 +327,8 @@ def launch_line(yours: dict, reference: dict, mine: str = "yours", theirs: str =
             return None
         sms = v.get("launch__sm_count")
         per_sm = f" ({grid / sms:.3g} a SM)" if sms else ""
-        return f"{grid:,.0f} blocks{per_sm} of {block:,.0f} threads" + (f", {regs:.0f} registers" if regs else "")
+        blocks = "1 block" if grid == 1 else f"{grid:,.0f} blocks"
+        return f"{blocks}{per_sm} of {block:,.0f} threads" + (f", {regs:.0f} registers" if regs else "")
     y, r = one(yours), one(reference)
     if y is None or r is None:
         return ""

@@ -170,7 +170,7 @@ class Rules(unittest.TestCase):
     def test_a_much_slower_kernel_with_no_differing_counter_is_sent_to_the_launch_and_the_check(self):
         one = {"launch__grid_size": 1.0, "launch__block_size": 256.0, "launch__sm_count": 132.0}
         many = {"launch__grid_size": 1056.0, "launch__block_size": 256.0, "launch__sm_count": 132.0}
-        self.assertIn("yours 1 blocks (0.00758 a SM) of 256 threads; solution 1,056 blocks (8 a SM)",
+        self.assertIn("yours 1 block (0.00758 a SM) of 256 threads; solution 1,056 blocks (8 a SM)",
                       pr.launch_line(one, many))
         self.assertEqual(pr.launch_line(many, many), "  launch: both 1,056 blocks (8 a SM) of 256 threads")
         same = pr.Row("x", 1.0, 1.0, False, "")
