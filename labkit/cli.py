@@ -105,9 +105,10 @@ def build_parsers() -> dict:
     p.add_argument("--solution", action="store_true", help="profile the solution alone (its counters, no comparison)")
     p.add_argument("--compare", metavar="PREVIOUS",
                    help="also compare your counters with a saved run: a .json under .lab/profile/NN/, or last")
-    p.add_argument("--record", choices=["starter", "solution"],
+    p.add_argument("--record", choices=["starter", "solution", "attempt"],
                    help="maintainers: also keep each step's pair of counter sets as a fixture of the cpu suite "
-                        "(tests/cpu/fixtures/profile/), saying whose exercise.cu was profiled")
+                        "(tests/cpu/fixtures/profile/), saying whose exercise.cu was profiled (attempt: a "
+                        "learner's wrong but running file, such as a mutant of the solution)")
     ps["profile"] = p
     ps["reset"] = _chapter_parser("./lab reset", "Restore the starter exercise.cu from git; your file "
                                   "is first copied to .lab/backups/.")

@@ -107,8 +107,8 @@ class RecordedPairs(unittest.TestCase):
                     # A pair the chapter's counters do not yet tell apart, said in the file; a
                     # new recording replaces it (and then must name the difference).
                     self.assertEqual(differs, [], f"{path.name}: its gap is closed; drop 'known_gap'")
-                elif f["learner_file"] == "starter":
-                    self.assertTrue(differs, f"{path.name}: the starter's counters match the solution's")
+                elif f["learner_file"] in ("starter", "attempt"):
+                    self.assertTrue(differs, f"{path.name}: the {f['learner_file']}'s counters match the solution's")
                 else:
                     self.assertEqual(differs, [], f"{path.name}: the solution differs from itself")
 
