@@ -126,8 +126,7 @@ MUTANTS = [
        "const std::size_t most = std::min<std::size_t>(n, 8);")],
      "[step3][perf]", "no more chunks than streams"),
     Mutant("one chunk per stream, 8 streams",
-     [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, std::min<std::size_t>(std::max<std::size_t>(best_chunks, 1), 8), "
-       "IssueOrder::Depth};")],
+     [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, std::min<std::size_t>(best_chunks, 8), IssueOrder::Depth};")],
      "[step3][perf]", "no more chunks than streams"),
     Mutant("never staged",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{1, 1, IssueOrder::Depth};")],
