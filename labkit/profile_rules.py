@@ -124,8 +124,10 @@ class TimelineCheck:
 # twice the solution's and 50 µs; copies: more host→device copies than the solution's by more
 # than the tolerance (a fraction) and one; pageable: more copies with pageable host memory;
 # faults: more GPU page faults than the solution's by more than the tolerance and 16;
-# blocked: a host thread inside CUDA calls more than twice the solution's time and 200 µs.
-TIMELINE_CHECKS = ("overlap", "idle", "copies", "pageable", "faults", "blocked")
+# blocked: a host thread inside CUDA calls more than twice the solution's time and 200 µs;
+# launch: a larger share of unified memory's host→device bytes moved while a thread was inside
+# cudaLaunchKernel than the solution's, by more than the tolerance.
+TIMELINE_CHECKS = ("overlap", "idle", "copies", "pageable", "faults", "blocked", "launch")
 
 
 @dataclass
@@ -155,6 +157,9 @@ def _check_finding(c: TimelineCheck, yours, reference) -> str:
     if c.kind == "blocked" and yours.host_waited_us > 2 * reference.host_waited_us + 200:
         return (f"your host waited {yours.host_waited_us:,.0f} µs inside CUDA calls ({yours.host_calls}) against "
                 f"the solution's {reference.host_waited_us:,.0f}: {c.meaning}")
+    if c.kind == "launch" and yours.launch_htod_share > reference.launch_htod_share + c.tolerance:
+        return (f"{100 * yours.launch_htod_share:.0f}% of the bytes that moved to the GPU moved while your thread was "
+                f"inside cudaLaunchKernel (the solution's: {100 * reference.launch_htod_share:.0f}%): {c.meaning}")
     if c.kind == "faults" and yours.gpu_faults > reference.gpu_faults * (1 + c.tolerance) + 16:
         return (f"the GPU took {yours.gpu_faults:,} page faults in your run against the solution's "
                 f"{reference.gpu_faults:,}: {c.meaning}")

@@ -7,6 +7,7 @@ page faults. Pure: tests/cpu/test_profile.py reads recorded traces."""
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 from dataclasses import dataclass
@@ -118,6 +119,9 @@ class Summary:
     migrated_bytes: int = 0  # unified memory: bytes migrated either way
     host_waited_us: float = 0.0  # host threads inside CUDA calls of 20 µs or more (any thread)
     host_calls: str = ""     # which calls, the longest in all first: "cudaMemcpy 812 µs, ..."
+    # unified memory: the share of the bytes migrated host→device whose migration began while a
+    # host thread was inside cudaLaunchKernel (a launch that moved the data itself)
+    launch_htod_share: float = 0.0
 
     def lines(self) -> list:
         out = [f"span {self.span_us:,.0f} µs; a copy and a kernel in flight together {100 * self.copy_kernel:.0f}% "
@@ -164,7 +168,26 @@ def summarize(acts: list) -> Optional[Summary]:
                    count(lambda a: a.type == "kernel"),
                    sum(a.count for a in acts if a.type == "unified" and a.kind == "gpu_page_fault"),
                    sum(a.bytes for a in acts if a.type == "unified" and a.kind.startswith("bytes_")),
-                   length([(a.start, a.end) for a in host]) / 1000.0, host_calls(host))
+                   length([(a.start, a.end) for a in host]) / 1000.0, host_calls(host),
+                   launch_migrated_share(host, acts))
+
+
+def launch_migrated_share(host: list, acts: list) -> float:
+    """Of the bytes unified memory moved host→device, the share whose migration began while a
+    host thread was inside cudaLaunchKernel: near 1 when launches moved the data themselves
+    (no prefetch before them), well below when a prefetch moved it."""
+    launches = merged([(a.start, a.end) for a in host if a.name == "cudaLaunchKernel"])
+    moved = [a for a in acts if a.type == "unified" and a.kind == "bytes_HtoD"]
+    total = sum(a.bytes for a in moved)
+    if not total or not launches:
+        return 0.0
+    starts = [lo for lo, _ in launches]
+    inside = 0
+    for a in moved:
+        k = bisect.bisect_right(starts, a.start) - 1
+        if k >= 0 and a.start <= launches[k][1]:
+            inside += a.bytes
+    return inside / total
 
 
 SYMBOL = {"copies host→device": ">", "copies device→host": "<", "kernels": "K", "memsets": "m",

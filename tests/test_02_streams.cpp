@@ -33,10 +33,10 @@ constexpr double kPlanBar = 0.84;
 constexpr double kSmallBar = 0.70;
 // A 1 GiB balanced workload (each way), bound / staged: a plan whose chunks never outnumber its
 // streams keeps the same fill and drain share at every size, while a plan derived from the
-// phases makes more, smaller chunks as the problem grows. Provisional until measured on both
-// sides (the "large-bar" rows of the 1 GiB [.measure] case).
+// phases makes more, smaller chunks as the problem grows. On the H200 the capped 8 x 8 plan's
+// best run gave 0.800, the solution's slowest 0.919: the bar is their middle.
 constexpr std::size_t kLargeInts = std::size_t{256} << 20;
-constexpr double kLargePlanBar = 0.90;
+constexpr double kLargePlanBar = 0.86;
 
 }  // namespace
 

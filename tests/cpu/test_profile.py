@@ -395,12 +395,50 @@ class TimelineChecks(unittest.TestCase):
         self.assertAlmostEqual(lanes.migrated_bytes / 2**20, 2052.0, delta=0.5)
         self.assertEqual(pr.timeline_findings(lanes, lanes, self.spec("03"), "03"), [])
 
+    def test_recorded_on_an_h200_lanes_without_a_prefetch_are_told_their_launches_moved_the_data(self):
+        # ./lab profile 03 --record attempt, NVIDIA H200, 2026-12-06: the solution with its prefetch
+        # to the GPU removed (tools/mutant_cases/ch03.py, "no prefetch to the GPU"). Its kernels
+        # ran as fast as the solution's and took as few faults: every one of the 1,028 MiB that
+        # moved to the GPU moved while a thread was inside cudaLaunchKernel (78 ms of launches
+        # against 25). Set beside the H200 solution recorded a day before, on the same machine kind.
+        mine = self.recorded("03_timeline_threads_attempt_h200.csv")
+        ref = self.recorded("03_timeline_threads_solution_h200.csv")
+        self.assertEqual((mine.kernels, mine.gpu_faults), (16, 35))
+        self.assertAlmostEqual(mine.launch_htod_share, 1.0, places=3)
+        self.assertLess(ref.launch_htod_share, 0.3)
+        said = pr.timeline_findings(mine, ref, self.spec("03"), "03")
+        self.assertTrue(said[0].startswith("100% of the bytes that moved to the GPU moved while your thread was "
+                                           "inside cudaLaunchKernel (the solution's: 22%)"), said)
+        self.assertIn("(step 4; ./lab hint 03 --step 4)", said[0])
+        h100 = self.recorded("03_timeline_threads_solution_h100.csv")
+        self.assertEqual(pr.timeline_findings(h100, ref, self.spec("03"), "03"), [])
+
+    def test_a_launch_share_within_the_tolerance_says_nothing(self):
+        spec = self.spec("03")
+        ref = tl.Summary(9e5, 0, 0, 1e3, 10.0, launch_htod_share=0.2)
+        self.assertEqual(pr.timeline_findings(tl.Summary(9e5, 0, 0, 1e3, 10.0, launch_htod_share=0.55), ref, spec,
+                                              "03"), [])
+        said = pr.timeline_findings(tl.Summary(9e5, 0, 0, 1e3, 10.0, launch_htod_share=0.9), ref, spec, "03")
+        self.assertEqual(len(said), 1, said)
+        self.assertIn("inside cudaLaunchKernel", said[0])
+
+    def test_only_migrations_that_begin_inside_a_launch_count_as_moved_by_it(self):
+        csv_text = ("type,name,kind,src,dst,bytes,stream,start_ns,end_ns,count\n"
+                    "host,cudaLaunchKernel,blocked,,,,,1000,5000,\n"
+                    "host,cudaMemPrefetchAsync,blocked,,,,,6000,9000,\n"
+                    "unified,,bytes_HtoD,,,300,,2000,4000,\n"
+                    "unified,,bytes_HtoD,,,100,,7000,8000,\n"
+                    "unified,,bytes_DtoH,,,900,,2500,3000,\n"
+                    "kernel,k,,,,,7,10000,12000,\n")
+        s = tl.summarize(tl.parse_trace(csv_text))
+        self.assertAlmostEqual(s.launch_htod_share, 0.75)
+
     def test_an_unknown_check_is_refused_with_the_known_ones(self):
         bad = json.dumps({"what": "x", "timeline": {"file": "t.csv", "step": 1,
                                                     "checks": [{"kind": "speed", "step": 1, "meaning": "m"}]}})
         with self.assertRaises(pr.SpecError) as e:
             pr.parse_spec(bad)
-        self.assertIn("no check 'speed' (overlap, idle, copies, pageable, faults, blocked)", str(e.exception))
+        self.assertIn("no check 'speed' (overlap, idle, copies, pageable, faults, blocked, launch)", str(e.exception))
 
 
 class Needs(unittest.TestCase):
