@@ -69,7 +69,7 @@ def roofline(folder, label):
 
     points = [r for r in read_csv(folder / "roofline.csv") if r["result"] == "ok"]
     intensities = [number(r["FLOP/byte"]) for r in points] or [1.0]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(11, 5))
     lo, hi = min(0.1, min(intensities) / 4), max(intensities) * 4
     if (folder / "ceilings.csv").exists():  # written beside roofline.csv by --mode=roofline
         ceilings = {r["ceiling"]: number(r["measured"]) for r in read_csv(folder / "ceilings.csv")}
@@ -102,7 +102,8 @@ def roofline(folder, label):
     ax.set_ylabel("GFLOP/s")
     ax.set_title(f"Roofline, measured: {label}", fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left")
+    # Beside the axes: inside, the legend would cover the L2 and shared-memory lines.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     path = folder / "roofline.png"
     fig.savefig(path, dpi=120)
