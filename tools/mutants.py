@@ -236,7 +236,10 @@ def check_mutant(chapter, mutant, solution, meson, args):
         caught, why = judge_whole(mutant, result.returncode, xml_text)
     else:
         try:
-            result = subprocess.run([str(exe), mutant.tag], capture_output=True, text=True, env=env,
+            # Hidden cases ([.measure], the maintainer's timings) carry step tags too, and Catch2
+            # runs a hidden case that a tag names: "~[.]" keeps a mutant's run to what ./lab check runs.
+            spec = mutant.tag if "[." in mutant.tag else mutant.tag + "~[.]"
+            result = subprocess.run([str(exe), spec], capture_output=True, text=True, env=env,
                                     timeout=args.run_timeout)
         except subprocess.TimeoutExpired:
             print(f"ch{num} {mutant.name}: NOT CAUGHT: ran past {args.run_timeout} s")
