@@ -294,13 +294,43 @@ int speed_side() {
   return side;
 }
 
-// v's GFLOP/s at `bar` of cuBLAS's or more, timed interleaved in one process.
+// The timed problem's result, before its time is judged: a kernel right on every checked
+// shape can take another path on a large one (a tile chosen by the shape, more blocks than
+// one wave), and the checked shapes are all small. Every element of C against cuBLAS's
+// result of the same problem (cuBLAS itself against the CPU on a sample first), as the
+// program's --mode=table does.
+void check_timed_result(const Variant& v, const ch09::Problem& p, ch09::Cublas& cublas) {
+  cml::Stream s;
+  p.poison_c(s);
+  ch09::run_cublas(cublas, p, s);
+  const ch09::Output ceiling = p.read_c(s);
+  const ch09::Report cublas_check = ch09::compare(p, ceiling, ch09::cpu_reference_sampled(p));
+  {
+    INFO("cuBLAS on " << ch09::describe(p.shape()) << " against the CPU: " << cublas_check.describe()
+                      << " (the ceiling itself is wrong here: not your code)");
+    REQUIRE(cublas_check.ok);
+  }
+  const ch09::Reference want = ch09::cublas_reference(p, ceiling.c);
+  ch09::scrub_shared_memory(s);
+  const ch09::Report r = ch09::run_and_compare(
+      p, [&](cudaStream_t st) { ch09::run(v, p, st); }, want, s);
+  INFO(v.label() << " on " << ch09::describe(p.shape())
+                 << ", the speed bar's problem, against cuBLAS: " << verdict(v, p, want, r, s)
+                 << ". Right on the checked shapes and wrong on this one: look for a path that only a large problem "
+                    "takes (a tile or a grid chosen by the shape, blocks past the first wave) ("
+                 << step_text(v.step) << ")");
+  REQUIRE(r.ok);
+}
+
+// v's GFLOP/s at `bar` of cuBLAS's or more, timed interleaved in one process, once its result
+// on that problem is right.
 void check_speed(const Variant& v, double bar, const char* advice) {
   cml::test::device();
   const int side = speed_side();
   const Shape shape = v.is_gram() ? ch09::gram_shape(side, side) : ch09::gemm_shape(side, side, side);
   const ch09::Problem p(shape);
   ch09::Cublas cublas;
+  check_timed_result(v, p, cublas);
   const auto st = cml::test::time_together(
       {[&](cudaStream_t s) { ch09::run_cublas(cublas, p, s); }, [&](cudaStream_t s) { ch09::run(v, p, s); }});
   cml::test::check_bar(st[0], st[1], bar, v.label() + " on " + ch09::describe(shape),
