@@ -301,17 +301,13 @@ int speed_side() {
 // program's --mode=table does.
 void check_timed_result(const Variant& v, const ch09::Problem& p, ch09::Cublas& cublas) {
   cml::Stream s;
-  p.poison_c(s);
-  ch09::run_cublas(cublas, p, s);
-  const ch09::Output ceiling = p.read_c(s);
-  const ch09::Report cublas_check = ch09::compare(p, ceiling, ch09::cpu_reference_sampled(p));
+  const ch09::CublasResult ceiling = ch09::checked_cublas(cublas, p, s);
   {
-    INFO("cuBLAS on " << ch09::describe(p.shape()) << " against the CPU: " << cublas_check.describe()
+    INFO("cuBLAS on " << ch09::describe(p.shape()) << " against the CPU: " << ceiling.against_cpu.describe()
                       << " (the ceiling itself is wrong here: not your code)");
-    REQUIRE(cublas_check.ok);
+    REQUIRE(ceiling.against_cpu.ok);
   }
-  const ch09::Reference want = ch09::cublas_reference(p, ceiling.c);
-  ch09::scrub_shared_memory(s);
+  const ch09::Reference want = ch09::cublas_reference(p, ceiling.c.c);
   const ch09::Report r = ch09::run_and_compare(
       p, [&](cudaStream_t st) { ch09::run(v, p, st); }, want, s);
   INFO(v.label() << " on " << ch09::describe(p.shape())

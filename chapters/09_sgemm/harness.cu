@@ -660,6 +660,14 @@ void run_cublas(Cublas& cublas, const Problem& p, cudaStream_t stream) {
     cublas.sgemm(p.a_view(), p.b_view(), p.c_view(), stream);
 }
 
+CublasResult checked_cublas(Cublas& cublas, const Problem& p, cudaStream_t stream) {
+  p.poison_c(stream);
+  run_cublas(cublas, p, stream);
+  CublasResult r{p.read_c(stream), {}};
+  r.against_cpu = compare(p, r.c, cpu_reference_sampled(p));
+  return r;
+}
+
 Report run_and_compare(const Problem& p, const std::function<void(cudaStream_t)>& enqueue, const Reference& ref,
                        cudaStream_t stream) {
   p.poison_c(stream);

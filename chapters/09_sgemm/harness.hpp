@@ -303,7 +303,16 @@ void run(const Variant& v, const Problem& p, cudaStream_t stream);
 // Gram shape).
 void run_cublas(Cublas& cublas, const Problem& p, cudaStream_t stream);
 
-// Poisons C, runs `enqueue` on `stream`, reads C back and compares it with `ref`.
+// cuBLAS's result of `p` (C poisoned first, read back after `stream`'s work) and that result
+// against the CPU at a sample of elements: what large problems' results are compared with,
+// through cublas_reference, where a full CPU reference would take minutes.
+struct CublasResult {
+  Output c;
+  Report against_cpu;
+};
+CublasResult checked_cublas(Cublas& cublas, const Problem& p, cudaStream_t stream);
+
+// Poisons C, scrubs shared memory, runs `enqueue` on `stream`, reads C back and compares it with `ref`.
 Report run_and_compare(const Problem& p, const std::function<void(cudaStream_t)>& enqueue, const Reference& ref,
                        cudaStream_t stream);
 

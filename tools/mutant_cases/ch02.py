@@ -118,7 +118,7 @@ MUTANTS = [
     Mutant("8 streams x 32 chunks breadth-first",
      [(PLAN_RETURN, "  (void)streams;\n  return Plan{8, std::max<std::size_t>(best_chunks, 32), IssueOrder::Breadth};")],
      "[step3][perf]", "breadth-first with fewer streams than chunks"),
-    # Issue 38: a plan whose chunks never outnumber its streams. On the 256 MiB balanced
+    # A plan whose chunks never outnumber its streams. On the 256 MiB balanced
     # workload its fill and drain cost about as much as the solution's extra chunks do; on
     # 1 GiB the solution's plan pulls away and the capped one stays where it was.
     Mutant("chunks capped at the stream count (8 x 8)",

@@ -232,9 +232,6 @@ MUTANTS = [
            [("      const unsigned prev_parity = stage == 0 ? parity ^ 1u : parity;\n"
              "      wait_phase(&empty[prev], prev_parity, false, prev);\n", "")],
            "[step6][mechanism]", "racecheck found hazards in sgemm_tma_kernel"),
-    # Step 6. One stage: each tile is loaded, then computed, with no copy in flight during
-    # the math. Right results and every barrier in place, and 0.86 of cuBLAS on the H200,
-    # above correct two-stage tiles: the kernel's shared memory against its boxes sees it.
     # Step 6. Step 5's epilogue (two groups of 4 columns) kept for a tile whose threads hold
     # 16 columns: right with the 128 x 128 tile (8 columns a thread) that every checked shape
     # gets, half of C unwritten with the 128 x 256 tile that only the speed bar's 4096^3
@@ -247,6 +244,9 @@ MUTANTS = [
              "        store4(c + static_cast<std::size_t>(row0 + am + 8 * i) * ldc, col0 + bn + 16 * jj, n, acc[i] + 4 * jj);\n"
              "#else\n  (void)map_a;")],
            "[step6][perf]", "the speed bar's problem, against cuBLAS"),
+    # Step 6. One stage: each tile is loaded, then computed, with no copy in flight during
+    # the math. Right results and every barrier in place, and 0.86 of cuBLAS on the H200,
+    # above correct two-stage tiles: the kernel's shared memory against its boxes sees it.
     Mutant("one stage (each tile's boxes awaited before its math, none in flight during it)",
            [("using TmaTiles      = Tiles<128, 256, 256,  64, 64,  8, 16, 32,  4,      1>;",
              "using TmaTiles      = Tiles<128, 256, 256,  64, 64,  8, 16, 32,  1,      1>;"),

@@ -28,16 +28,14 @@ std::vector<Timed> measure(Context& c, const Shape& shape, bool& ok) {
 
   // cuBLAS first: its result is what the others are checked against, so it is checked
   // against the CPU (a sample: the corners, the edges, the tile boundaries).
-  p.poison_c(c.stream);
-  run_cublas(c.cublas, p, c.stream);
-  const Output ceiling = p.read_c(c.stream);
-  const Reference sample = cpu_reference_sampled(p);
-  const Report cublas_report = compare(p, ceiling, sample);
-  std::printf("cuBLAS against the CPU (%zu sampled elements): %s\n", sample.count, cublas_report.describe().c_str());
+  const CublasResult ceiling = checked_cublas(c.cublas, p, c.stream);
+  const Report& cublas_report = ceiling.against_cpu;
+  std::printf("cuBLAS against the CPU (%zu sampled elements): %s\n", cublas_report.checked,
+              cublas_report.describe().c_str());
   Timed cublas_timed{"cuBLAS", -1, cublas_report.ok ? "ok" : "wrong", {}};
   if (!cublas_report.ok) ok = false;
 
-  const Reference want = cublas_reference(p, ceiling.c);
+  const Reference want = cublas_reference(p, ceiling.c.c);
   std::vector<cml::Work> work;
   std::vector<std::size_t> timed_rows;
   for (const Variant& v : variants()) {
