@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iomanip>
 #include <map>
 #include <optional>
 #include <random>
@@ -139,6 +140,28 @@ PlanRun run_plan(Setup& s, const ch02::Plan* forced = nullptr, int iters = 7) {
   r.ok = v.ok;
   r.wrong = v.describe();
   return r;
+}
+
+// run_plan, once more when the first measurement misses `bar`, keeping the better of the two.
+// A slow moment of the machine can hold a right plan under its bar once (the maintainer suite
+// on the H200, 2026-12-06: the solution at 0.834 and 0.837 in one run, 0.90-0.95 in every
+// other; docs/02, "Speed bars"); the taught mistakes' best runs stay under the bars, so a
+// second chance does not let them through. `first` keeps the first figure for the message.
+PlanRun run_plan_judged(Setup& s, double bar, double& first) {
+  PlanRun r = run_plan(s);
+  first = r.efficiency();
+  if (!r.ok || first >= bar) return r;
+  PlanRun again = run_plan(s);
+  return again.ok && again.efficiency() > first ? again : r;
+}
+
+// How the message reports a plan measured by run_plan_judged.
+std::string judged_text(const PlanRun& r, double first) {
+  std::ostringstream t;
+  t << cml::ratio_text(r.bound(), r.staged);
+  if (r.efficiency() != first)
+    t << " (measured twice; the first gave " << std::fixed << std::setprecision(2) << first << ")";
+  return t.str();
 }
 
 // The host's physical memory. Not its free memory: Linux counts its page cache as used, and
