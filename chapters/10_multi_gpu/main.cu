@@ -245,7 +245,7 @@ bool ring(Context& c) {
     if (ch10::have_nccl()) work.push_back([&](cudaStream_t) { ch10::nccl_all_reduce(r.ranks().data(), count, n); });
     const auto st = time_team(c, work);
     // Bus bandwidth as nccl-tests defines it: each rank sends and receives 2 (N - 1) / N of
-    // the buffer, so the figure compares with one link's rate whatever N is.
+    // the buffer, so the figure compares with one GPU's links in all, whatever N is.
     const double factor = 2.0 * (count - 1) / count;
     const auto bus = [&](const cml::Stats& x) {
       return fixed(factor * static_cast<double>(n * sizeof(float)) / (x.median_ms * 1e6), 1);
