@@ -335,7 +335,8 @@ TEST_CASE(
     REQUIRE(h2d.size() <= most);
   }
   {
-    INFO("host-to-device bytes: " << bytes << ", pieces hold " << total << ": send the pieces' bytes, once (step 2)");
+    INFO("host-to-device bytes: " << bytes << ", pieces hold " << total << " (staging.bytes, " << set.staging.bytes
+                                  << ", is at least that, not exactly): send the pieces' bytes, once (step 2)");
     CHECK(bytes == total);
   }
   for (const auto& c : h2d) {

@@ -92,13 +92,18 @@ inline cml::VerifyResult round_trip(std::byte* host, std::byte* device, const st
 // ---- Step 2's batch ---------------------------------------------------------------------
 
 // `count` pieces scattered in a pinned host arena (gaps between them, not all aligned),
-// landing at shuffled device offsets, with the device image they must produce.
+// landing at shuffled device offsets, with the device image they must produce. Staging is
+// larger than the pieces by one piece and a few odd bytes, as the contract allows ("at
+// least"), so a copy sized by staging.bytes moves bytes nobody packed and shows in the trace.
 struct PieceSet {
+  static std::size_t staging_bytes(std::size_t count, std::size_t piece_bytes) {
+    return (count + 1) * piece_bytes + 12;
+  }
   PieceSet(std::size_t count, std::size_t piece_bytes, unsigned seed)
       : arena(count * (piece_bytes + 64)),
         device(count * piece_bytes),
-        staging_host(count * piece_bytes),
-        staging_device(count * piece_bytes),
+        staging_host(staging_bytes(count, piece_bytes)),
+        staging_device(staging_bytes(count, piece_bytes)),
         host_offsets(count),
         device_offsets_host(count),
         device_offsets(count) {
@@ -117,7 +122,7 @@ struct PieceSet {
       std::memcpy(want.data() + device_offsets_host[i], arena.data() + host_offsets[i], piece_bytes);
     batch = PieceBatch{arena.data(),          host_offsets.data(),       count, piece_bytes, device.data(),
                        device_offsets.data(), device_offsets_host.data()};
-    staging = Staging{staging_host.data(), staging_device.data(), count * piece_bytes};
+    staging = Staging{staging_host.data(), staging_device.data(), staging_bytes(count, piece_bytes)};
   }
 
   // Clears the destination, runs `send`, and compares the device image with `want`.

@@ -151,4 +151,17 @@ MUTANTS = [
     Mutant("small batches unpacked from the pinned staging",
            [(UNPACK, "  launch_unpack(total < (std::size_t{1} << 20) ? staging.host : staging.device, batch, stream);\n}")],
            "[step2][mechanism]", "staging.host, pinned host memory, over the bus"),
+    # One thread packs, then one copy of staging.bytes: the contract makes staging at least the
+    # pieces' size, and the tests make it a piece and 12 bytes larger, so the copy moves bytes
+    # nobody packed (the results stay right: the unpack reads only the packed ones).
+    Mutant("the packed copy sized by staging.bytes, not by the pieces",
+           [("  pool.run(parts, [&](std::size_t p) {\n"
+             "    pack_and_send(batch, staging, stream, p * per_part, std::min(batch.count, (p + 1) * per_part));\n"
+             "  });\n",
+             "  (void)per_part;\n  (void)&pack_and_send;  // the pooled path, unused\n"
+             "  for (std::size_t i = 0; i < batch.count; ++i)\n"
+             "    std::memcpy(staging.host + i * batch.piece_bytes, batch.host_base + batch.host_offsets[i], "
+             "batch.piece_bytes);\n"
+             "  CUDA_CHECK(cudaMemcpyAsync(staging.device, staging.host, staging.bytes, cudaMemcpyHostToDevice, stream));\n")],
+           "[step2][mechanism]", "is at least that, not exactly"),
 ]
