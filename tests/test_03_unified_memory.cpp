@@ -170,6 +170,17 @@ TEST_CASE("step 2: each buffer is attached to its own stream alone, before its f
                                << "): a managed allocation is attached as a whole (step 2)");
     CHECK((attach[0].bytes == 0 || attach[0].bytes == f.lane.n * sizeof(unsigned)));
   }
+  {
+    std::size_t table_attaches = 0;
+    for (const auto& c : calls.named("cudaStreamAttachMemAsync")) table_attaches += c.ptr == f.lane.table;
+    INFO("run_lane attached the shared table (lane.table) "
+         << table_attaches
+         << " time(s): every lane's kernels and the host read it, so it stays attached to every stream, as "
+            "allocated. Attached to one lane's stream (the last lane to do it wins), the host may read it while "
+            "another lane's kernel does, which a GPU without concurrentManagedAccess forbids. Attach lane.data "
+            "only (step 2)");
+    CHECK(table_attaches == 0);
+  }
   bool before_kernel = false;
   for (const auto& c : calls.calls) {
     if (c.name == "cudaStreamAttachMemAsync" && c.ptr == f.lane.data) {
@@ -591,6 +602,16 @@ TEST_CASE("step 4: the shared table is advised read-mostly once, whole, by its o
     INFO("the advice covered " << advice[0].bytes << " bytes of the table's " << table_bytes
                                << ": lengths are in bytes, and the advice is for the whole table (step 4)");
     CHECK(advice[0].bytes == table_bytes);
+  }
+  for (std::size_t t = 0; t < lanes.size(); ++t) {
+    std::size_t read_mostly = 0;
+    for (const auto& c : rec.calls.named("cudaMemAdvise"))
+      read_mostly += c.ptr == lanes[t]->data.data() && c.advice == cudaMemAdviseSetReadMostly;
+    INFO("lane " << t << "'s data was advised read-mostly " << read_mostly
+                 << " time(s): the kernels and the host both write it, and every write to read-mostly memory "
+                    "drops the other side's copy. Read-mostly is the table's advice; lane.data is moved by "
+                    "prefetching (step 4)");
+    CHECK(read_mostly == 0);
   }
   for (std::size_t t = 0; t < lanes.size(); ++t) {
     const auto want = lanes[t]->after_rounds(rounds);

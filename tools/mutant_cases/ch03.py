@@ -199,4 +199,15 @@ MUTANTS = [
            [("    if (concurrent) prefetch_to_gpu(lane);\n    launch_gpu_step(lane, r);\n",
              "    launch_gpu_step(lane, r);\n    if (concurrent) prefetch_to_gpu(lane);\n")],
            "[step4][mechanism]", "move to the GPU was enqueued after its kernel"),
+    # "Attach every buffer the lane uses": the shared table attached to this lane's stream too.
+    # The results stay right on a GPU with concurrentManagedAccess.
+    Mutant("the shared table attached to one lane's stream too",
+           [(ATTACH, ATTACH + "  CUDA_CHECK(cudaStreamAttachMemAsync(lane.stream, const_cast<unsigned*>(lane.table), 0, "
+                              "cudaMemAttachSingle));\n")],
+           "[step2][mechanism]", "attached the shared table"),
+    # The table's advice copied to the lane's own buffer, which both sides write.
+    Mutant("lane.data advised read-mostly (a buffer both sides write)",
+           [(CONCURRENT, CONCURRENT + "  if (concurrent)\n    CUDA_CHECK(cudaMemAdvise(lane.data, lane.n * sizeof(unsigned), "
+                                      "cudaMemAdviseSetReadMostly, on_device(lane.device)));\n")],
+           "[step4][mechanism]", "data was advised read-mostly"),
 ]
