@@ -74,4 +74,15 @@ MUTANTS = [
            [("    if (row0 + r < rows && col0 + 4 * v < cols)\n      tile[r][wide_column(r, v)] = in[",
              "    if (col0 + 4 * v < cols)\n      tile[r][wide_column(r, v)] = in[")],
            "[step4][correctness]", "loaded past in's last element"),
+    # "Keep the tile's rows 16-byte aligned": a pad of 4 floats, where 1 is what spreads a column
+    # over the banks. Every column read is then 4-way: right results, no race.
+    Mutant("the tile padded by 4 floats (rows kept 16-byte aligned: 4-way conflicts)",
+           [("  transpose_tile<kSolutionTile, 1, false>(in, out, rows, cols);\n",
+             "  transpose_tile<kSolutionTile, 4, false>(in, out, rows, cols);\n")],
+           "[step2][mechanism]", "bank conflicts in its shared loads"),
+    # Step 4's kernel reads other threads' float4s from the tile: without its barrier it reads
+    # them before they are written.
+    Mutant("no barrier in transpose_wide_kernel between writing the tile and reading it",
+           [("  __syncthreads();\n  // Write: lane a", "  // Write: lane a")],
+           "[step4][mechanism]", "racecheck found hazards in transpose_wide_kernel"),
 ]

@@ -129,4 +129,9 @@ MUTANTS = [
            [("  sum_fast_kernel<<<job.blocks, kThreads, shared, stream>>>(job);",
              "  (void)stream;\n  sum_fast_kernel<<<job.blocks, kThreads, shared, cudaStreamPerThread>>>(job);")],
            "[step4][mechanism]", "ran on another stream than the one it was given"),
+    # Thread t computes on the piece half a block away, so the next tile's copy overwrites
+    # words another thread may still be reading: a write after read that racecheck sees.
+    Mutant("no block barrier before the next tile's copy (sum_cg)",
+           [("    // The next tile's copy overwrites words other threads may still be reading.\n    block.sync();\n", "")],
+           "[step1][mechanism]", "racecheck found hazards in sum_cg_kernel"),
 ]
