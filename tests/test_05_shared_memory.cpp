@@ -138,6 +138,11 @@ TEST_CASE("step 1: transpose_tiled_kernel stages the tile in shared memory behin
   CHECK(bar > 0);
 }
 
+TEST_CASE("step 1: transpose_tiled_kernel reads and writes global memory along rows (ncu)",
+          "[ch05][step1][mechanism][profile]") {
+  check_rows_coalesced("transpose_tiled_kernel", "step 1");
+}
+
 TEST_CASE("step 1: transpose_tiled_kernel has no shared-memory race (racecheck)", "[ch05][step1][mechanism]") {
   cml::test::device();
   CML_CHECK_SANITIZER("racecheck", "transpose_tiled_kernel", race_found("transpose_tiled_kernel", "step 1"));
@@ -168,8 +173,10 @@ TEST_CASE("step 2: transpose_padded launches one block of 32 x 8 threads per til
   check_tile_grid(ch05::transpose_padded, "transpose_padded", "transpose_padded_kernel", "step 2");
 }
 
-TEST_CASE("step 2: transpose_padded_kernel's shared accesses have no bank conflict (ncu)",
-          "[ch05][step2][mechanism][profile]") {
+TEST_CASE(
+    "step 2: transpose_padded_kernel reads and writes along rows, and its shared accesses have no bank conflict (ncu)",
+    "[ch05][step2][mechanism][profile]") {
+  check_rows_coalesced("transpose_padded_kernel", "step 2");
   check_no_conflicts("transpose_padded_kernel", "step 2",
                      "a column of an unpadded 32 x 32 tile lies in one bank; pad each row by one float "
                      "(tile[32][33]) — a pad row (tile[33][32]) changes nothing");
@@ -205,8 +212,9 @@ TEST_CASE("step 3: transpose_swizzled launches one block of 32 x 8 threads per t
   check_tile_grid(ch05::transpose_swizzled, "transpose_swizzled", "transpose_swizzled_kernel", "step 3");
 }
 
-TEST_CASE("step 3: transpose_swizzled_kernel has no bank conflict and no pad (ncu)",
+TEST_CASE("step 3: transpose_swizzled_kernel reads and writes along rows, has no bank conflict and no pad (ncu)",
           "[ch05][step3][mechanism][profile]") {
+  check_rows_coalesced("transpose_swizzled_kernel", "step 3");
   check_no_conflicts("transpose_swizzled_kernel", "step 3",
                      "both a row and a column of the tile must cover the 32 banks: keep element (row, col) at "
                      "column col ^ row, on the stores and on the loads alike",

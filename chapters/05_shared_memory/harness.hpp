@@ -238,7 +238,9 @@ inline TileModel wide_transpose_model(int rows, int cols, bool swizzle = true) {
 
 // ---- Nsight Compute ----------------------------------------------------------------------
 
-inline const std::vector<std::string>& shared_metrics() {
+// The counters the program's --mode=profile and the tests read, in MetricIndex order: the
+// shared accesses and their conflicts, then the global accesses' sectors per request.
+inline const std::vector<std::string>& transpose_metrics() {
   static const std::vector<std::string> m = {
       "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -247,6 +249,10 @@ inline const std::vector<std::string>& shared_metrics() {
       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
       "smsp__sass_inst_executed_op_shared_st.sum",
       "launch__shared_mem_per_block_static",
+      "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+      "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
   };
   return m;
 }
@@ -264,7 +270,19 @@ inline bool within_stray(double measured, double modelled, double instructions) 
   return measured >= modelled && measured - modelled <= kStrayConflictShare * instructions;
 }
 
-enum MetricIndex { kLdWavefronts, kLdConflicts, kLdInst, kStWavefronts, kStConflicts, kStInst, kStaticShared };
+enum MetricIndex {
+  kLdWavefronts,
+  kLdConflicts,
+  kLdInst,
+  kStWavefronts,
+  kStConflicts,
+  kStInst,
+  kStaticShared,
+  kGlobalLdSectors,
+  kGlobalLdRequests,
+  kGlobalStSectors,
+  kGlobalStRequests,
+};
 
 // The kernels a profile run names, as a regular expression for ncu's --kernel-name.
 inline const char* profiled_kernels() { return "shared_load_experiment|shared_store_experiment|transpose_|copy_tiles"; }

@@ -166,7 +166,7 @@ cml::ncu::Result profile_run(const Context& c, bool eight) {
   std::vector<std::string> cmd = {cml::sass::self_executable(), "--mode=profile-target",
                                   "--device=" + std::to_string(c.run.facts.index)};
   if (eight) cmd.emplace_back("--eight-byte-banks");
-  return cml::ncu::profile(cmd, ch05::profiled_kernels(), ch05::shared_metrics(), {"CML_TRACE=off"});
+  return cml::ncu::profile(cmd, ch05::profiled_kernels(), ch05::transpose_metrics(), {"CML_TRACE=off"});
 }
 
 bool profile(Context& c) {
@@ -180,7 +180,7 @@ bool profile(Context& c) {
   const auto v = [](const cml::ncu::Result& res, std::size_t i, int m) {
     if (!res.ok || i >= res.kernels.size()) return -1.0;
     const auto& vals = res.kernels[i].values;
-    const auto it = vals.find(ch05::shared_metrics()[m]);
+    const auto it = vals.find(ch05::transpose_metrics()[m]);
     return it == vals.end() ? -1.0 : it->second;
   };
   cml::Table t("model_vs_ncu", {"experiment", "op", "model wavefronts", "ncu wavefronts", "model conflicts",

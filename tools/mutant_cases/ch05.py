@@ -4,6 +4,11 @@ from . import Mutant
 
 CHAPTER = "05_shared_memory"
 
+# The tile load's bounds test, as the solution writes it, and the same test for a load down a
+# column (rows and columns of the tile swapped).
+LOAD_IF = "      if (inside(row0 + y + k * kBlockRows, col0 + x + h * kTile, rows, cols))\n"
+LOAD_IF_T = "      if (inside(row0 + x + h * kTile, col0 + y + k * kBlockRows, rows, cols))\n"
+
 MUTANTS = [
     # Rows and cols swapped in the write's bounds check: square matrices (every tile full
     # or the check symmetric) pass, non-square ones lose rows of `out` and ragged ones write
@@ -85,4 +90,16 @@ MUTANTS = [
     Mutant("no barrier in transpose_wide_kernel between writing the tile and reading it",
            [("  __syncthreads();\n  // Write: lane a", "  // Write: lane a")],
            "[step4][mechanism]", "racecheck found hazards in transpose_wide_kernel"),
+    # The transpose done on the read side: a warp reads down a column of `in` (lane x takes row
+    # row0 + x) and stores what it read where the solution's tile has it. The tile's contents,
+    # the barrier, the write phase and every result are the solution's; only the loads are
+    # uncoalesced (32 sectors per request where rows give 4).
+    Mutant("the input read down its columns (the transpose done by the loads, the tile a round trip)",
+           [("  const float* src = in + static_cast<std::size_t>(row0 + y) * cols + col0 + x;\n",
+             "  const float* src = in + static_cast<std::size_t>(row0 + x) * cols + col0 + y;\n"),
+            (LOAD_IF + "        v[h][k] = src[static_cast<std::size_t>(k * kBlockRows) * cols + h * kTile];\n",
+             LOAD_IF_T + "        v[h][k] = src[static_cast<std::size_t>(h * kTile) * cols + k * kBlockRows];\n"),
+            (LOAD_IF + "        tile[tile_index<T, Pad, Swizzle>(y + k * kBlockRows, x + h * kTile)] = v[h][k];\n",
+             LOAD_IF_T + "        tile[tile_index<T, Pad, Swizzle>(x + h * kTile, y + k * kBlockRows)] = v[h][k];\n")],
+           "[step1][mechanism]", "sectors per global load request"),
 ]
