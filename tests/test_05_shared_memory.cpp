@@ -246,6 +246,11 @@ TEST_CASE("step 4: transpose_wide transposes every shape of multiples of 4, and 
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+TEST_CASE("step 4: transpose_wide launches no more than twice the blocks its tiles need", "[ch05][step4][mechanism]") {
+  CML_REQUIRE_TRACING();
+  check_wide_grid("step 4");
+}
+
 TEST_CASE("step 4: transpose_wide only enqueues one kernel on its stream", "[ch05][step4][mechanism]") {
   CML_REQUIRE_TRACING();
   check_enqueues_only(ch05::transpose_wide, "transpose_wide");

@@ -24,6 +24,7 @@
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -173,6 +174,35 @@ void check_tile_grid(TransposeFn fn, const char* name, const char* kernel, const
               << want << ". " << why << " (" << step << "; ./lab hint 05)");
     CHECK(why.empty());
   }
+}
+
+// Step 4's grid: its tile and block are the learner's, but a block whose tile lies past the
+// matrix only costs a launch. The tile's floats are read from the shared memory a block has
+// (the trace's record: static and dynamic), so a grid counted in smaller tiles than the
+// kernel's shows as blocks with no tile. Up to twice the blocks the tiles need passes (a pad,
+// ragged edges); a grid for 32-wide tiles around a 64 x 64 tile is 4 times.
+void check_wide_grid(const char* step) {
+  cml::test::device();
+  const int rows = 1024, cols = 2048;
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  cml::DeviceBuffer<float> in(n), out(n);
+  const cml::test::Launched l = cml::test::launched_kernel(
+      "transpose_wide_kernel", [&](cudaStream_t s) { ch05::transpose_wide(in.data(), out.data(), rows, cols, s); });
+  {
+    INFO("transpose_wide on " << rows << " x " << cols << ": " << l.error << " (" << step << ")");
+    REQUIRE(l.error.empty());
+  }
+  const std::uint64_t tile_floats = static_cast<std::uint64_t>(l.kernel.shared_bytes) / sizeof(float);
+  if (tile_floats == 0) return;  // no shared memory: the SASS case says what is missing
+  const std::uint64_t blocks = cml::test::volume(l.kernel.grid), need = cml::test::blocks_for(n, tile_floats);
+  INFO("transpose_wide on " << rows << " x " << cols << " launched " << cml::test::geometry_text(l.kernel) << ", with "
+                            << l.kernel.shared_bytes << " bytes of shared memory a block: tiles of " << tile_floats
+                            << " floats at most, so " << need << " blocks hold the matrix, and "
+                            << blocks - std::min(blocks, 2 * need)
+                            << " more than twice that have no tile to move. Count the grid in your kernel's own "
+                               "tile side ("
+                            << step << "; ./lab hint 05)");
+  CHECK(blocks <= 2 * need);
 }
 
 // ---- SASS -------------------------------------------------------------------------------

@@ -102,4 +102,10 @@ MUTANTS = [
             (LOAD_IF + "        tile[tile_index<T, Pad, Swizzle>(y + k * kBlockRows, x + h * kTile)] = v[h][k];\n",
              LOAD_IF_T + "        tile[tile_index<T, Pad, Swizzle>(x + h * kTile, y + k * kBlockRows)] = v[h][k];\n")],
            "[step1][mechanism]", "sectors per global load request"),
+    # Step 4's grid counted in steps 1-3's 32-wide tiles around its 64 x 64 float tile: four
+    # times the blocks, three in four past the matrix. Every result is right.
+    Mutant("transpose_wide's grid counted in 32-wide tiles (4x the blocks, 3 in 4 idle)",
+           [("  const dim3 grid = tiles_launch(rows, cols, kWideTile);\n",
+             "  const dim3 grid = tiles_launch(rows, cols, kSolutionTile);\n")],
+           "[step4][mechanism]", "have no tile to move"),
 ]
