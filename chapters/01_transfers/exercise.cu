@@ -36,9 +36,11 @@ void unpin_existing([[maybe_unused]] void* p) {}
 
 // TODO(2): every piece must arrive at its device offset, and the host pays the fixed cost
 // of a copy call (microseconds, whatever the size) as few times as it can: not once per
-// piece. You have a pinned staging buffer on each side, and launch_unpack scatters packed
-// pieces on the GPU. Everything is enqueued on `stream`, nothing waits for the GPU, and the
-// caller synchronises. As shipped, it makes one copy per piece.
+// piece. You have a pinned host staging buffer and a device staging buffer (at least the
+// pieces' size), and launch_unpack scatters packed pieces on the GPU from device memory:
+// the pieces cross the bus in copies, never as a kernel's loads over the bus. Everything is
+// enqueued on `stream`, nothing waits for the GPU, and the caller synchronises. As shipped,
+// it makes one copy per piece.
 void send_batched(const PieceBatch& batch, [[maybe_unused]] const Staging& staging, cudaStream_t stream) {
   for (std::size_t i = 0; i < batch.count; ++i)
     CUDA_CHECK(cudaMemcpyAsync(batch.device_base + batch.device_offsets_host[i],
@@ -49,7 +51,7 @@ void send_batched(const PieceBatch& batch, [[maybe_unused]] const Staging& stagi
 // TODO(3): zero-copy: a kernel reads the host's bytes where they are, over the bus, so
 // nothing is copied before it runs and nothing is allocated on the device. Decide what
 // allocate_zero_copy must give the host and the device, what prepare_for_device still has
-// to do, and what free_zero_copy releases.
+// to do (it only enqueues), and what free_zero_copy releases.
 // As shipped, the data lives twice (host and device) and is copied before every use.
 ZeroCopy allocate_zero_copy(std::size_t bytes) {
   ZeroCopy buffer;

@@ -22,9 +22,10 @@ void prefetch_to_gpu([[maybe_unused]] const Lane& lane) {}
 void prefetch_to_cpu([[maybe_unused]] const Lane& lane) {}
 
 // TODO(4): the shared table (table_n words, read by every lane's kernels and by the host,
-// written by none) should be advised for what it is, all of it. The table's owner calls
-// this once, where the table is made, before any lane starts. Where the device lacks
-// concurrentManagedAccess, skip it.
+// written by none): every reader should be able to keep a copy of its own, so that no read
+// moves the table's pages back and forth. Set that up once, for the whole table: the
+// table's owner calls this where the table is made, before any lane starts. Where the
+// device lacks concurrentManagedAccess, skip it.
 void advise_table([[maybe_unused]] const unsigned* table, [[maybe_unused]] std::size_t table_n,
                   [[maybe_unused]] int device) {}
 
@@ -41,8 +42,9 @@ void advise_table([[maybe_unused]] const unsigned* table, [[maybe_unused]] std::
 // through `signal` (RoundSignal in unified_memory.cuh), and wait with signal.wait_for(r):
 // no blocking CUDA call of any kind, no polling, no sleeping.
 // TODO(4): no page may move on demand: lane.data should be where each step runs before
-// it runs. Where the device lacks concurrentManagedAccess, skip the moves, and the rounds
-// must still be right. (The shared table is its owner's to advise, in advise_table.)
+// it runs, and the move back to the host is done before the thread learns that the round's
+// GPU work is. Where the device lacks concurrentManagedAccess, skip the moves, and the
+// rounds must still be right. (The shared table is its owner's to advise, in advise_table.)
 void run_lane([[maybe_unused]] const Lane& lane, [[maybe_unused]] int rounds, [[maybe_unused]] RoundSignal& signal) {}
 
 }  // namespace ch03

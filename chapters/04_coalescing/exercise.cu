@@ -31,7 +31,8 @@ void copy_coalesced(const float* in, float* out, std::size_t n, cudaStream_t str
 // TODO(2): the same copy, moving 16 bytes per load and per store instruction (the tests
 // read the compiled kernel: LDG.E.128 and STG.E.128), correct for every n, also when n is
 // not a multiple of 4 and when n is far above what one pass of your grid covers. in and out
-// come from cudaMalloc. Choose the grid's shape yourself; say in a comment why.
+// come from cudaMalloc. Choose the grid within the rule at the top of coalescing.cuh (the
+// work items: the n / 4 groups, plus the tail); say in a comment why.
 __global__ void copy_vectorized_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step)
@@ -48,17 +49,20 @@ void copy_vectorized(const float* in, float* out, std::size_t n, cudaStream_t st
 // given: advance_aos_kernel in provided.cu moves each particle by its velocity times dt,
 // reading whole 64-byte Particle records. Write the same update over ParticlesSoA (one
 // array per field, coalescing.cuh) so that a warp reads only the bytes it uses, for any n,
-// and runs well clear of the records version's time; and launch it.
+// and runs well clear of the records version's time; and launch it, with a grid that
+// follows the rule at the top of coalescing.cuh (the work items: the n particles).
 __global__ void advance_soa_kernel([[maybe_unused]] ParticlesSoA p, [[maybe_unused]] std::size_t n,
                                    [[maybe_unused]] float dt) {}
 
 void advance_soa([[maybe_unused]] ParticlesSoA p, [[maybe_unused]] std::size_t n, [[maybe_unused]] float dt,
                  [[maybe_unused]] cudaStream_t stream) {}
 
-// TODO(4): each thread scales its own run of 32 consecutive floats. Measure what a warp's
-// request costs (./lab run 04, the sector model in docs/04) and change which thread reads
-// what, so that scale runs as fast as the chapter's plain coalesced copy over the same
-// bytes and Nsight Compute counts about 4 sectors per request.
+// TODO(4): as shipped, each thread scales its own run of 32 consecutive floats, so a warp's
+// loads land 128 bytes apart. Measure what a warp's request costs (./lab run 04, the sector
+// model in docs/04) and change which thread reads what, so that scale runs as fast as the
+// chapter's plain coalesced copy over the same bytes and Nsight Compute counts about 4
+// sectors per request. The grid follows the rule at the top of coalescing.cuh, with the n
+// floats as the work items (the launch below sizes it for runs of 32).
 constexpr std::size_t kRun = 32;
 
 __global__ void scale_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n, float factor) {

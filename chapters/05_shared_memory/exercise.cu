@@ -29,10 +29,11 @@ __device__ __forceinline__ void transpose_naive_body(const float* __restrict__ i
 
 // TODO(1): make both sides of the transpose coalesced: a warp must read 32 consecutive
 // floats of a row of `in` AND write 32 consecutive floats of a row of `out`. A block of
-// 32 x 8 threads owns one 32 x 32 tile: stage it in shared memory, so the element a thread
-// writes out need not be one it read. Constraints: every shape (edge tiles are partial:
-// read and write only inside the matrix), and no thread may read the tile before the
-// whole block has written it. Bank conflicts are allowed in this step.
+// 32 x 8 threads owns one T x T tile (T = 32, or 64: shared_memory.cuh): stage it in shared
+// memory, so the element a thread writes out need not be one it read. Constraints: every
+// shape (edge tiles are partial: read and write only inside the matrix), and no thread may
+// read the tile before the whole block has written it. Bank conflicts are allowed in this
+// step.
 __global__ void transpose_tiled_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   transpose_naive_body(in, out, rows, cols);
 }
@@ -57,7 +58,7 @@ void transpose_padded(const float* in, float* out, int rows, int cols, cudaStrea
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(3): the same, with no padding: the tile stays exactly 32 x 32 floats. Choose where
+// TODO(3): the same, with no padding: the tile stays exactly T x T floats. Choose where
 // element (row, col) of the tile is kept so that both a row and a column of the tile cover
 // the 32 banks. Every element must keep a place of its own (two elements in one slot lose
 // one of them).
@@ -76,8 +77,8 @@ void transpose_swizzled(const float* in, float* out, int rows, int cols, cudaStr
 // conflict, for rows and cols multiples of 4. The tile, the block and the launch are yours
 // (change the launch below with the kernel). A 16-byte access must be 16-byte aligned, so
 // a one-float pad is not an option; a 16-byte access is served per quarter-warp, so count
-// banks over 8 lanes at a time. A thread that loads a float4 column piece of the tile must
-// use all four of its floats, or nvcc splits the load.
+// banks over 8 lanes at a time. A 16-byte shared load whose four floats are not all used
+// may be split by nvcc into narrower ones.
 __global__ void transpose_wide_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   transpose_naive_body(in, out, rows, cols);
 }

@@ -22,7 +22,7 @@ namespace ch06 {
 // device.cuh's fir_ring_window: a ring buffer indexed by r % kTaps, an index known only at
 // run time. Registers cannot be indexed, so the whole array lives in local memory (a
 // 128-byte stack frame, LDL/STL in SASS). Write the filter here so that every index into the
-// window is a compile-time constant once the loops are unrolled. Constraints: no stack
+// window is known at compile time. Constraints: no stack
 // frame, no spill, no local memory at all in fir_registers_kernel (check with ./lab check 06,
 // which reads your compiled code even without a GPU); same results, same grid and block
 // (fir_grid, kFirBlock).
@@ -49,10 +49,11 @@ void set_mix(const float* matrix) { copy_to_constant(c_mix, matrix); }
 // runs device.cuh's mix_one_value: one thread computes one output value (pixel t / 16,
 // row t % 16), so the 32 lanes of a warp ask for 16 different rows of M at once, and the
 // constant cache serves one address at a time (16 rounds per read: LDC R, c[0x3][R] in
-// SASS). Decide what a thread computes so that the lanes differ along the pixels only, and
-// write it here. Constraints: same results for every n (not a multiple of the block or of
-// 32); loads of `in` and stores of `out` stay coalesced; M stays in c_mix (the tests change
-// it with set_mix); choose the launch to match.
+// SASS). Write it so that the lanes of a warp differ along the pixels only. Constraints: the
+// launch memory_spaces.cuh fixes (1-D, one thread per pixel, just enough blocks: the tests
+// count them); same results for every n (not a multiple of the block or of 32); loads of
+// `in` and stores of `out` stay coalesced; M stays in c_mix (the tests change it with
+// set_mix).
 __global__ void mix_constant_kernel(const float* __restrict__ in, float* __restrict__ out, int n) {
   mix_one_value(in, c_mix, out, n);
 }

@@ -56,13 +56,13 @@ void sum_barrier(const Job& job, cudaStream_t stream) {
 }
 
 // TODO(3): overlap the copy of the next tiles with the compute on this one: job.stages
-// buffers of one tile each in shared memory (sized at launch), and while the block
-// computes on its k-th tile, the copies of tiles k + 1 .. k + stages - 1 are already in
-// flight. Constraints: a buffer is refilled only after every thread has finished reading
-// it; a thread computes on a tile only when all of it has landed (its own copies and the
-// other threads'); the k-th tile of the block always lives in the same buffer for any
-// stages from 1 to kMaxStages (3 included); any n, including tile counts that are not a
-// multiple of stages. stages == 1 is the single-stage pipeline.
+// buffers of one tile each in shared memory (sized at launch), and while the block computes
+// on its k-th tile, the copies of tiles k + 1 .. k + stages - 1 are already in flight.
+// Constraints: a buffer is refilled only after every thread has finished reading it; a
+// thread computes on a tile only when all of it has landed (its own copies and the other
+// threads'); no two tiles in flight at once share a buffer, for every stages from 1 to
+// kMaxStages, including 3, which is not a power of two; any n, including tile counts that
+// are not a multiple of stages. stages == 1 is the single-stage pipeline.
 __global__ void __launch_bounds__(kThreads) sum_pipeline_kernel(const Job job) { sum_through_registers(job); }
 
 void sum_pipeline(const Job& job, cudaStream_t stream) {

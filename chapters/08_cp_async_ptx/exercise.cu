@@ -123,15 +123,15 @@ void reverse_warp(Reverse how, const int* a, int* b, int threads, cudaStream_t s
   CUDA_CHECK_LAUNCH();
 }
 
-// TODO(2): chapter 07's multi-stage pipeline with your cp_async and device.cuh's commit and
-// wait: job.stages buffers of one tile in dynamic shared memory (sized by the launcher),
-// and while the block computes on its k-th tile, the copies of its tiles k + 1 ..
-// k + Stages - 1 are in flight. Each thread copies its words of a tile with 4-byte copies
-// cached in L1 (thread t: words t, t + 256, ...). Constraints: a thread reads a tile only
-// when it has landed — its own copies AND the other threads'; a buffer is refilled only
-// after every thread has finished reading it; the wait must let exactly the copies that
-// are not needed yet stay in flight (its count is an immediate of the instruction: derive
-// it from Stages); any n, and tile counts that are not multiples of Stages.
+// TODO(2): chapter 07's multi-stage pipeline with your step-1 copy, its completion tracked
+// per thread, one group of copies per stage: job.stages buffers of one tile in dynamic
+// shared memory (sized by the launcher), and while the block computes on its k-th tile, the
+// copies of its tiles k + 1 .. k + Stages - 1 are in flight. Each thread copies its words
+// of a tile with 4-byte copies cached in L1 (thread t: words t, t + 256, ...). Constraints:
+// a thread reads a tile only when it has landed — its own copies AND the other threads'; a
+// buffer is refilled only after every thread has finished reading it; the wait must let
+// exactly the copies that are not needed yet stay in flight, no more and no fewer, for
+// every Stages; any n, and tile counts that are not multiples of Stages.
 template <int Stages>
 __global__ void __launch_bounds__(kThreads) sum_pipeline_kernel(const Job job) {
   sum_through_registers(job);
@@ -166,11 +166,13 @@ void sum_fast(const Job& job, cudaStream_t stream) {
 // into shared memory, completing on an mbarrier of its stage, and every thread waits for
 // the stage's phase with device.cuh's wait_phase (pass it job.report) before computing.
 // Constraints: a barrier is initialised by one thread, and made visible to the asynchronous
-// proxy (the path the bulk copy's writes take) and to the other threads before anyone uses it; a phase completes when
-// its arrivals are made and the bytes it expects have landed — expect exactly the bytes the copy delivers; the k-th use
-// of a barrier waits for the phase of that use, whose parity changes from one use to the next; bulk copies move
-// multiples of 16 bytes between 16-byte aligned addresses, so where the array ends inside a 16-byte piece, its last
-// words need another path — and must have landed before the phase publishes the tile.
+// proxy (the path the bulk copy's writes take) and to the other threads before anyone uses
+// it; a phase completes when its arrivals are made and the bytes it expects have landed —
+// expect exactly the bytes the copy delivers; the k-th use of a barrier waits for the phase
+// of that use, whose parity changes from one use to the next; bulk copies move multiples of
+// 16 bytes between 16-byte aligned addresses, so where the array ends inside a 16-byte
+// piece, its last words need another path — and must have landed before the phase publishes
+// the tile.
 template <int Stages>
 __global__ void __launch_bounds__(kThreads) sum_bulk_kernel(const Job job) {
   sum_through_registers(job);
@@ -204,7 +206,8 @@ CUtensorMap tensor_map_for([[maybe_unused]] const Matrix& m, [[maybe_unused]] in
 // matrix: let the TMA unit handle that (what it reads, what it writes, and how many
 // bytes it reports), and count only the words inside. Constraints: as step 4's; the map is
 // a kernel parameter the TMA unit reads from where it lies; a stage holds a whole box,
-// and more than 48 KiB of dynamic shared memory per block must be asked for.
+// and if your stages need more than 48 KiB of dynamic shared memory, the kernel must be
+// allowed it before its launch.
 template <int Stages>
 __global__ void __launch_bounds__(kThreads)
     sum_tma_kernel([[maybe_unused]] const __grid_constant__ CUtensorMap map, const MatrixJob job, int box_rows) {

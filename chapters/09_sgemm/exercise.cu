@@ -158,11 +158,11 @@ void sgemm_warp_tiled(ConstView a, ConstView b, View c, cudaStream_t stream) {
 // from global to shared memory, 16 bytes each, through L2 only; ragged edges must arrive as
 // zeros, filled by the copy itself, without reading past the matrix. Constraints: a thread
 // computes on a stage only once every thread's copies into it have landed; a stage is
-// refilled only after every thread has finished reading it; the copies cannot transpose,
-// so A's tile arrives as rows of A — arrange the reads so the fragment loads stay 16 bytes
-// wide and free of bank conflicts; more than 48 KiB of dynamic shared memory per block
-// must be asked for; the file still builds for a GPU without cp.async (the build targets
-// yours: a T4 runs steps 1-4).
+// refilled only after every thread has finished reading it; the copies cannot transpose, so
+// A's tile arrives as rows of A — arrange the reads so the fragment loads stay 16 bytes
+// wide and free of bank conflicts; if your stages need more than 48 KiB of dynamic shared
+// memory, the kernel must be allowed it before its launch; the file still builds for a GPU
+// without cp.async (the build targets yours: a T4 runs steps 1-4).
 __global__ void sgemm_pipelined_kernel(const float* __restrict__ a, int lda, const float* __restrict__ b, int ldb,
                                        float* __restrict__ c, int ldc, int m, int n, int k) {
   gemm_naive_body(a, lda, b, ldb, c, ldc, m, n, k);

@@ -34,9 +34,11 @@ PeerMatrix enable_peer_access(const int* devices, int count) {
 
 // TODO(1): the copy takes the shortest path the matrix allows: straight from one device's
 // memory to the other's, or, where the two cannot reach each other, through the pinned
-// staging buffer. The host must not wait for either GPU: the destination's stream is made
-// to wait for the copy on the GPU, so that work queued there after the call sees the
-// bytes. As shipped, it always goes through the host and blocks the calling thread twice.
+// staging buffer. It reads src only after the work already queued on the source's stream,
+// and that stream's later work may overwrite src once the copy has read it; work queued
+// later on the destination's stream sees the bytes; the staging buffer is free again once
+// the destination's stream is past the copy. The host waits for neither GPU. As shipped,
+// it always goes through the host and blocks the calling thread twice.
 Path copy_between(void* dst, const void* src, std::size_t bytes, const Link& link,
                   [[maybe_unused]] const PeerMatrix& peers) {
   if (bytes > link.staging_bytes)
@@ -66,8 +68,10 @@ __global__ void add_from_peer_kernel(float* local, const float* other, std::size
 
 // TODO(2): one kernel that reads `remote` where it lies, on the other GPU, with loads that
 // carry whole sectors over the link and enough of them in flight to fill it: no copy, no
-// temporary buffer, no wait. As shipped, it copies `remote` into a new buffer first, waits
-// for the copy, and adds one float per thread.
+// temporary buffer, no wait. Any n, and any start of `local` and `remote` (neither need be
+// 16-byte aligned, nor aligned alike); nothing outside [0, n) is touched. As shipped, it
+// copies `remote` into a new buffer first, waits for the copy, and adds one float per
+// thread.
 void add_from_peer(float* local, const float* remote, std::size_t n, int device, cudaStream_t stream) {
   if (n == 0) return;
   const OnDevice on(device);
@@ -85,8 +89,9 @@ void add_from_peer(float* local, const float* remote, std::size_t n, int device,
 // ---- Step 3 -----------------------------------------------------------------------------
 
 // TODO(3): each sweep's edge rows must reach the neighbours' halos while the inner rows are
-// still being computed, and nothing may block the host: every wait is a stream waiting for
-// an event, on the GPU. Each band has two streams and two events for that. Think about
+// still being computed, and nothing may block the host: every ordering between bands is
+// made on the GPU, and no call waits for a GPU. Each band has two streams and two events
+// for that. Think about
 // what each copy overwrites, and who reads it, one sweep before and one sweep after. As
 // shipped, each sweep computes every band, waits for all of them, then copies the halos
 // through calls that block.
