@@ -42,8 +42,8 @@ void advise_table([[maybe_unused]] const unsigned* table, [[maybe_unused]] std::
 // through `signal` (RoundSignal in unified_memory.cuh), and wait with signal.wait_for(r):
 // no blocking CUDA call of any kind, no polling, no sleeping.
 // TODO(4): no page may move on demand: lane.data should be where each step runs before
-// it runs, and the move back to the host is done before the thread learns that the round's
-// GPU work is. Where the device lacks concurrentManagedAccess, skip the moves, and the
+// it runs, and the move back to the host is complete before the thread learns that the
+// round's GPU work is done. Where the device lacks concurrentManagedAccess, skip the moves, and the
 // rounds must still be right. (The shared table is its owner's to advise, in advise_table.)
 void run_lane([[maybe_unused]] const Lane& lane, [[maybe_unused]] int rounds, [[maybe_unused]] RoundSignal& signal) {}
 
