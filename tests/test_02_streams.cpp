@@ -34,8 +34,8 @@ constexpr double kSmallBar = 0.70;
 // A 1 GiB balanced workload (each way), bound / staged: a plan whose chunks never outnumber its
 // streams keeps the same fill and drain share at every size, while a plan derived from the
 // phases makes more, smaller chunks as the problem grows. On the H200 the capped 8 x 8 plan's
-// best run gave 0.800, the solution's slowest 0.919: the bar is their middle. (On the H100
-// the capped plan reaches 0.90 here; step 3's first case catches it there.)
+// best run gave 0.800, the solution's slowest 0.919: the bar is their middle. (Not on the
+// H100, where step 3's first case catches the capped plan.)
 constexpr std::size_t kLargeInts = std::size_t{256} << 20;
 constexpr double kLargePlanBar = 0.86;
 
@@ -735,10 +735,10 @@ TEST_CASE("step 2: more than 2^31 ints, where a 32-bit index or byte count overf
 // ---- Step 3 ------------------------------------------------------------------------------
 
 // A plan capped at its streams (8 x 8) times within 0.03 of the solution's on the H100 even
-// at 1 GiB (0.900-0.905 against 0.932-0.940, five runs, 2026-12-06), closer than any bar can
-// tell on both GPUs. What it gets wrong is visible without a clock: phases sixteen times
-// longer, with the same per-chunk cost, leave its chunk count where it was. The phases are a
-// balanced 64 MiB and 1 GiB each way, in round figures of the H200's (docs/02).
+// at 1 GiB, closer than one bar can tell on both GPUs (docs/02, "Speed bars"). What it gets
+// wrong is visible without a clock: phases sixteen times longer, with the same per-chunk
+// cost, leave its chunk count where it was. The phases: a balanced 64 MiB and 1 GiB each
+// way, in round figures of the H200's.
 TEST_CASE("step 3: your plan makes more chunks for a longer problem with the same per-chunk cost", "[ch02][step3]") {
   const auto balanced = [](double scale) {
     ch02::Measured m;

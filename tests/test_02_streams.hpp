@@ -143,10 +143,9 @@ PlanRun run_plan(Setup& s, const ch02::Plan* forced = nullptr, int iters = 7) {
 }
 
 // run_plan, once more when the first measurement misses `bar`, keeping the better of the two.
-// A slow moment of the machine can hold a right plan under its bar once (the maintainer suite
-// on the H200, 2026-12-06: the solution at 0.834 and 0.837 in one run, 0.90-0.95 in every
-// other; docs/02, "Speed bars"); the taught mistakes' best runs stay under the bars, so a
-// second chance does not let them through. `other`: the measurement not kept (-1: none).
+// A slow moment of the machine can hold a right plan under its bar once (docs/02, "A second
+// measurement on a miss"); the taught mistakes' best runs stay under the bars, so a second
+// chance does not let them through. `other`: the measurement not kept (-1: none).
 PlanRun run_plan_judged(Setup& s, double bar, double& other) {
   other = -1;
   PlanRun r = run_plan(s);
