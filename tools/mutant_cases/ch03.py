@@ -165,7 +165,7 @@ MUTANTS = [
            "[step2][mechanism]", "An attach done once per process"),
     Mutant("the attach behind a function-static flag",
            [(ATTACH, "  static bool attached = false;\n  if (!attached) {\n  " + ATTACH + "    attached = true;\n  }\n")],
-           "[step2][mechanism]", "covers the first lane's buffer only"),
+           "[step2][mechanism]", "covers the first lanes' buffers only"),
     Mutant("the host function's signal kept from the first lane",
            [(WAIT, "    static RoundSignal* const first_signal = &signal;\n"
                    "    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, RoundSignal::on_gpu_done, first_signal));\n"
