@@ -204,11 +204,8 @@ std::vector<std::pair<std::string, double>> profiled_sectors_per_request(std::st
   std::vector<std::pair<std::string, double>> out;
   why_not = r.ok ? r.trouble : r.error;  // with kernels: what went wrong in the run, if anything
   if (!r.ok) return out;
-  for (const auto& k : r.kernels) {
-    const double req = k.values.count(kLoadMetrics[0]) ? k.values.at(kLoadMetrics[0]) : 0;
-    const double sec = k.values.count(kLoadMetrics[1]) ? k.values.at(kLoadMetrics[1]) : 0;
-    out.emplace_back(k.kernel, req > 0 ? sec / req : 0.0);
-  }
+  for (const auto& k : r.kernels)  // -1 (no requests) fails every model, which is never negative
+    out.emplace_back(k.kernel, cml::test::sectors_per_request(k, kLoadMetrics[1], kLoadMetrics[0]));
   return out;
 }
 

@@ -274,14 +274,12 @@ void check_rows_coalesced(const char* kernel, const char* step) {
   const auto measured = profiled("kernels", why);
   CML_REQUIRE_NCU(measured, why);
   const cml::ncu::KernelMetrics& m = kernel_in(measured, kernel, step, why);
-  const double ld_requests = metric(m, ch05::kGlobalLdRequests), st_requests = metric(m, ch05::kGlobalStRequests);
-  if (metric(m, ch05::kGlobalLdSectors) < 0 || metric(m, ch05::kGlobalStSectors) < 0 || ld_requests <= 0 ||
-      st_requests <= 0)
-    FAIL("ncu reported no global load or store requests for " << kernel << " (loads " << ld_requests << ", stores "
-                                                              << st_requests << "): it must read in and write out ("
-                                                              << step << ")");
-  const double ld = metric(m, ch05::kGlobalLdSectors) / ld_requests,
-               st = metric(m, ch05::kGlobalStSectors) / st_requests;
+  const auto& names = ch05::transpose_metrics();
+  const double ld = cml::test::sectors_per_request(m, names[ch05::kGlobalLdSectors], names[ch05::kGlobalLdRequests]),
+               st = cml::test::sectors_per_request(m, names[ch05::kGlobalStSectors], names[ch05::kGlobalStRequests]);
+  if (ld < 0 || st < 0)
+    FAIL("ncu reported no global " << (ld < 0 ? "load" : "store") << " requests for " << kernel
+                                   << ": it must read in and write out (" << step << ")");
   INFO(kernel << ": " << ld << " sectors per global load request and " << st << " per store request; want at most "
               << kMostSectorsPerRequest
               << " (4 when a warp reads or writes 32 consecutive floats, 32 when it goes down a column): read the "

@@ -128,7 +128,9 @@ TEST_CASE("step 1: sgemm_tiled_kernel's global loads are coalesced (ncu)", "[ch0
   const auto measured = profiled(v, why);
   CML_REQUIRE_NCU(measured, why);
   const auto& k = measured.front();
-  const double per_request = value(k, kGlobalSectors) / value(k, kGlobalRequests);
+  const double per_request = cml::test::sectors_per_request(k, metrics()[kGlobalSectors], metrics()[kGlobalRequests]);
+  if (per_request < 0)
+    FAIL("ncu counted no global load requests in sgemm_tiled_kernel: load the tiles of A and B (step 1)");
   INFO("sgemm_tiled_kernel's global loads touch "
        << per_request
        << " sectors per request; a warp reading 32 "
@@ -166,7 +168,9 @@ TEST_CASE("step 2: gram_tiled_kernel reads coalesced and its shared loads have n
   const auto measured = profiled(v, why);
   CML_REQUIRE_NCU(measured, why);
   const auto& k = measured.front();
-  const double per_request = value(k, kGlobalSectors) / value(k, kGlobalRequests);
+  const double per_request = cml::test::sectors_per_request(k, metrics()[kGlobalSectors], metrics()[kGlobalRequests]);
+  if (per_request < 0)
+    FAIL("ncu counted no global load requests in gram_tiled_kernel: load both tiles from A (step 2)");
   INFO("gram_tiled_kernel's global loads touch "
        << per_request
        << " sectors per request: both operands are rows "
