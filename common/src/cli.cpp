@@ -86,13 +86,17 @@ std::string format_bytes(std::uint64_t bytes) {
     bytes /= 1024;
     ++u;
   }
-  if (bytes >= 1024 * 10 && u < 4) {  // not a whole number of the next unit: one decimal
-    std::ostringstream os;
-    os.precision(1);
-    os << std::fixed << static_cast<double>(bytes) / 1024.0 << ' ' << units[u + 1];
-    return os.str();
+  if (bytes < 1024 * 10 || u == 4) return std::to_string(bytes) + " " + units[u];
+  // Not a whole number of a larger unit: the largest unit it reaches, with one decimal.
+  double value = static_cast<double>(bytes);
+  while (u < 4 && value >= 1024) {
+    value /= 1024;
+    ++u;
   }
-  return std::to_string(bytes) + " " + units[u];
+  std::ostringstream os;
+  os.precision(1);
+  os << std::fixed << value << ' ' << units[u];
+  return os.str();
 }
 
 Cli::Cli(std::string program, std::string summary) : program_(std::move(program)), summary_(std::move(summary)) {

@@ -77,11 +77,15 @@ TEST_CASE("whole numbers are checked against their range", "[cpu][cli]") {
   CHECK_THROWS_AS(cml::parse_int("99999999999999999999", 0, 1), cml::UsageError);
 }
 
-TEST_CASE("byte counts print in the largest whole binary unit", "[cpu][cli]") {
+TEST_CASE("byte counts print in the largest whole binary unit, else in the largest unit with one decimal",
+          "[cpu][cli]") {
   CHECK(cml::format_bytes(4096) == "4 KiB");
   CHECK(cml::format_bytes(256ull << 20) == "256 MiB");
   CHECK(cml::format_bytes(1000) == "1000 B");
   CHECK(cml::format_bytes(1ull << 30) == "1 GiB");
+  CHECK(cml::format_bytes(99999999999999ull) == "90.9 TiB");  // the largest unit, not 97656250000.0 KiB
+  CHECK(cml::format_bytes((10ull << 20) + 1) == "10.0 MiB");
+  CHECK(cml::format_bytes((1ull << 20) + 4096) == "1028 KiB");
 }
 
 TEST_CASE("the command line accepts --key=value and --key value, with defaults otherwise", "[cpu][cli]") {
