@@ -21,6 +21,11 @@ namespace {
 // (offset_copy at offset 0), timed interleaved in the same run: the plain loop itself is
 // the mistake step 1 names.
 constexpr double kStep1OverPlain = 1.10;
+// Step 2: copy_vectorized's speed over the same plain loop's. Where the plain loop already
+// keeps DRAM busy (a small GPU) the two are equal, hence 0.9, not 1; the bar holds the
+// loop (or grid) to copying each float4 once: a loop that steps by a block copies the
+// array once per block, hundreds of times slower.
+constexpr double kStep2OverPlain = 0.9;
 // Step 3: records' time over arrays' time (the arrays move 24 of every 64 bytes the records
 // do, read and written): the records left in place give 1.0 by construction.
 constexpr double kStep3Speedup = 2.0;
@@ -36,8 +41,8 @@ constexpr double kStep4OverPlain = 0.55;
 constexpr std::size_t kExactN = (std::size_t{1} << 16) + 3;
 
 // Not a test: the kernels the profile tests run under ncu (see profiled_sectors_per_request),
-// or, with CML_TARGET=vectorized-exact, copy_vectorized once on arrays of exactly kExactN
-// floats (the memcheck case of step 2).
+// with CML_TARGET=coalesced step 1's copy alone, or, with CML_TARGET=vectorized-exact,
+// copy_vectorized once on arrays of exactly kExactN floats (the memcheck case of step 2).
 TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
   const auto target = cml::test::target_name();
   if (!target) return;
@@ -46,6 +51,13 @@ TEST_CASE("profile target: the chapter's kernels once each", "[.target]") {
     cml::Stream s;
     CUDA_CHECK(cudaMemsetAsync(in.data(), 0, kExactN * sizeof(float), s));
     ch04::copy_vectorized(in.data(), out.data(), kExactN, s);
+    s.synchronize();
+    return;
+  }
+  if (*target == "coalesced") {  // step 1's case, whatever the later steps' launchers do yet
+    cml::DeviceBuffer<float> in(kTargetN), out(kTargetN);
+    cml::Stream s;
+    ch04::copy_coalesced(in.data(), out.data(), kTargetN, s);
     s.synchronize();
     return;
   }
@@ -75,7 +87,7 @@ TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04
                     [](float x) { return x; });
 }
 
-TEST_CASE("step 1: copy_coalesced runs copy_coalesced_kernel alone, on the stream it is given",
+TEST_CASE("step 1: copy_coalesced only enqueues copy_coalesced_kernel, alone, on the stream it is given",
           "[ch04][step1][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
@@ -121,6 +133,29 @@ TEST_CASE("step 1: copy_coalesced keeps more loads in flight than the plain grid
   CHECK(f >= kStep1OverPlain);
 }
 
+TEST_CASE("step 1: copy_coalesced_kernel's loads touch the sectors the model gives a warp of consecutive floats (ncu)",
+          "[ch04][step1][mechanism][profile]") {
+  cml::test::device();
+  std::string why;
+  const auto measured = profiled_sectors_per_request(why, "coalesced");
+  CML_REQUIRE_NCU(measured, why);
+  const auto it = std::find_if(measured.begin(), measured.end(), [](const auto& k) {
+    return k.first.find("copy_coalesced_kernel") != std::string::npos;
+  });
+  {
+    INFO("ncu profiled no copy_coalesced_kernel: copy_coalesced launches one kernel of that name (step 1)"
+         << (why.empty() ? "" : "; the profiled run said: " + why));
+    REQUIRE(it != measured.end());
+  }
+  const double model = ch04::Pattern{}.model_sectors_per_request();
+  INFO("copy_coalesced_kernel: ncu counts " << it->second << " sectors per load request, the model " << model
+                                            << " (a warp reading 32 consecutive floats); more means the lanes of a "
+                                               "warp read floats apart: in each load, consecutive threads read "
+                                               "consecutive floats, and a thread's loads are a whole grid apart "
+                                               "(step 1; ./lab hint 04)");
+  CHECK(it->second == Approx(model).epsilon(0.05));
+}
+
 // ---- Step 2 ------------------------------------------------------------------------------
 
 TEST_CASE("step 2: copy_vectorized copies every element, tails included", "[ch04][step2][correctness]") {
@@ -152,8 +187,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what runs, on the stream it is "
-    "given",
+    "step 2: copy_vectorized_kernel loads and stores 16 bytes per instruction, and is what copy_vectorized only "
+    "enqueues, on the stream it is given",
     "[ch04][step2][mechanism]") {
   cml::test::device();
   CML_KERNEL_SASS(f, "copy_vectorized_kernel");
@@ -206,6 +241,26 @@ TEST_CASE("step 2: copy_vectorized's grid has at most a thread per float4 and pe
   });
 }
 
+TEST_CASE("step 2: copy_vectorized copies at least as fast as the plain one-float-per-thread loop",
+          "[ch04][step2][perf]") {
+  const std::size_t n = large_n() + 3;  // a tail of 3 floats
+  const ch04::Arrays a(n);
+  cml::Stream s;
+  const auto st = cml::time_interleaved(
+      {[&](cudaStream_t x) { ch04::launch_offset_copy(a.in.data(), a.out.data(), n, 0, 4, x); },
+       [&](cudaStream_t x) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, x); }, a.memcpy_work(n)},
+      s, {2, 10});
+  const double f = st[0].median_ms / st[1].median_ms;
+  INFO("copy_vectorized over " << cml::format_bytes(n * 4)
+                               << ": its speed over the plain one-float-per-thread grid-stride loop's, measured "
+                                  "in this run (the loop's time over yours), is "
+                               << cml::ratio_text(st[0], st[1]) << " (of cudaMemcpy device to device: "
+                               << cml::ratio_text(st[2], st[1]) << "); want at least " << kStep2OverPlain
+                               << ": each float4 is copied once, by one thread, and a thread that loops steps "
+                                  "over the whole grid, not one block (step 2; ./lab hint 04)");
+  CHECK(f >= kStep2OverPlain);
+}
+
 // ---- Step 3 ------------------------------------------------------------------------------
 
 TEST_CASE("step 3: advance_soa moves every particle exactly as the records version", "[ch04][step3][correctness]") {
@@ -224,7 +279,8 @@ TEST_CASE("step 3: advance_soa moves every particle exactly as the records versi
   }
 }
 
-TEST_CASE("step 3: advance_soa runs advance_soa_kernel alone, on the stream it is given", "[ch04][step3][mechanism]") {
+TEST_CASE("step 3: advance_soa only enqueues advance_soa_kernel, alone, on the stream it is given",
+          "[ch04][step3][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(100003);
@@ -278,7 +334,7 @@ TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch
       [](float x) { return x * 3.0f; });
 }
 
-TEST_CASE("step 4: scale runs scale_kernel alone, on the stream it is given", "[ch04][step4][mechanism]") {
+TEST_CASE("step 4: scale only enqueues scale_kernel, alone, on the stream it is given", "[ch04][step4][mechanism]") {
   cml::test::device();
   CML_REQUIRE_TRACING();
   const std::size_t n = jitter(1u << 20);
@@ -407,6 +463,8 @@ TEST_CASE("step 1: measure the bars' figures", "[ch04][step1][.measure]") {
     std::printf("  step 3 records over arrays %s (bar %.2f)\n", cml::ratio_text(st[6], st[7]).c_str(), kStep3Speedup);
     std::printf("  step 4 scale over the plain loop %s (bar %.2f)\n", cml::ratio_text(st[0], st[3]).c_str(),
                 kStep4OverPlain);
+    std::printf("  step 2 copy_vectorized over the plain loop %s (bar %.2f)\n", cml::ratio_text(st[0], st[5]).c_str(),
+                kStep2OverPlain);
     std::printf("  bench copy_vectorized over cudaMemcpy %s (target 0.97); plain loop over cudaMemcpy %s\n",
                 cml::ratio_text(st[4], st[5]).c_str(), cml::ratio_text(st[4], st[0]).c_str());
   }

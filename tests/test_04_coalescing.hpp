@@ -45,19 +45,22 @@ using cml::test::jitter;  // sizes no code can special-case
 // that loops, or a launch that covers the array.
 std::size_t one_pass_threads() { return static_cast<std::size_t>(ch04::grid_for(~std::size_t{0} >> 8)) * 256; }
 
-// The copy's kernels as CUPTI saw them: the launcher must run the named kernel, once, on
-// the stream it is given, and nothing else (no cudaMemcpy, no memset, no helper kernel, no
-// work on another stream). "" when so. `ran`, when given, receives the name CUPTI recorded
+// The launcher watched with CUPTI: it must only enqueue (no call that waits for the GPU)
+// the named kernel, once, on the stream it is given, and nothing else (no cudaMemcpy, no
+// memset, no helper kernel, no work on another stream). "" when so. `ran`, when given, receives the name CUPTI recorded
 // for the kernel.
 std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)>& launch,
                       std::string* ran_name = nullptr) {
   cml::Stream s;
   CUDA_CHECK(cudaDeviceSynchronize());
-  cml::trace::Recorder recorder;
-  launch(s.get());
-  s.synchronize();
-  const auto t = recorder.stop();
+  // Watched while the stream is held shut: a launcher that waits for its kernel (a
+  // synchronise, a query) shows, which the kernel records alone would not.
+  const cml::test::Enqueued e = cml::test::watch_enqueue({s.get()}, [&] { launch(s.get()); });
+  const cml::trace::Trace& t = e.trace;
   if (!t.ok) return "the CUPTI trace failed, so the kernel that ran cannot be checked: " + t.error;
+  if (!e.calls.ok) return "CUPTI's callback API failed, so this cannot be checked: " + e.calls.error;
+  if (const std::string err = e.error(); !err.empty())
+    return "the launcher must only enqueue its kernel and return (coalescing.cuh), but " + err;
   // First: a kernel on another stream is the one a reader of `stream` (a copy back, the
   // speed bar's events) is not ordered after.
   if (const std::string elsewhere = cml::test::work_elsewhere(t, s); !elsewhere.empty())
@@ -192,15 +195,17 @@ void check_elementwise(const char* name, std::initializer_list<std::size_t> size
 const std::vector<std::string> kLoadMetrics = {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
                                                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"};
 
-// Runs this test executable again under ncu, on the hidden [.target] case below, and
-// returns each profiled kernel's sectors per request, in launch order.
-std::vector<std::pair<std::string, double>> profiled_sectors_per_request(std::string& why_not) {
+// Runs this test executable again under ncu, on the hidden [.target] case below (the whole
+// list, or with target "coalesced" copy_coalesced alone), and returns each profiled
+// kernel's sectors per request, in launch order (-1 where ncu counted no request).
+std::vector<std::pair<std::string, double>> profiled_sectors_per_request(std::string& why_not,
+                                                                         const std::string& target = "1") {
   const auto r = cml::ncu::profile({cml::sass::self_executable(), "[.target]"},
                                    "offset_copy|stride_copy|scale_kernel|copy_vectorized_kernel|copy_coalesced_kernel|"
                                    "advance_aos_kernel|advance_soa_kernel",
                                    kLoadMetrics,
                                    // one process, whatever the caller's isolation: ncu profiles it
-                                   {"CML_TRACE=off", "CML_TARGET=1", "CML_ISOLATE=off"});
+                                   {"CML_TRACE=off", "CML_TARGET=" + target, "CML_ISOLATE=off"});
   std::vector<std::pair<std::string, double>> out;
   why_not = r.ok ? r.trouble : r.error;  // with kernels: what went wrong in the run, if anything
   if (!r.ok) return out;

@@ -151,4 +151,47 @@ MUTANTS = [
             ("    for (int u = 0; u < kInFlight; ++u) out[i + u * step] = v[u];\n",
              "    for (int u = 0; u < kInFlight; ++u)\n      if (i + u * step < n) out[i + u * step] = v[u];\n")],
            "[step1][correctness]", "loaded past in's last element"),
+    # Issue 38's second read (2026-12-06). A loop that steps by a block, not the grid: every
+    # block copies from its first group to the end, the same values again: results right,
+    # the array copied once per block.
+    Mutant("copy_vectorized loops with a block's stride: every block copies the rest of the array",
+           [("  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n"
+             "  const std::size_t groups = n / 4;\n"
+             "  if (i < groups) {\n"
+             "    reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];\n"
+             "  } else {\n"
+             "    const std::size_t tail = groups * 4 + (i - groups);\n"
+             "    if (tail < n) out[tail] = in[tail];\n"
+             "  }\n",
+             "  const std::size_t groups = n / 4;\n"
+             "  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n"
+             "  for (std::size_t i = first; i < groups; i += blockDim.x)\n"
+             "    reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];\n"
+             "  if (first < n % 4) out[groups * 4 + first] = in[groups * 4 + first];\n"),
+            (VEC_GRID, "  const std::size_t blocks = grid_for(n / 4);  // a loop over the groups\n  (void)threads;\n")],
+           "[step2]", "each float4 is copied once"),
+    # A wait after the launch, "so the copy is done when it returns".
+    Mutant("copy_vectorized waits for the device before returning",
+           [("  copy_vectorized_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(in, out, n);\n"
+             "  CUDA_CHECK_LAUNCH();\n",
+             "  copy_vectorized_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(in, out, n);\n"
+             "  CUDA_CHECK_LAUNCH();\n  CUDA_CHECK(cudaDeviceSynchronize());\n")],
+           "[step2][mechanism]", "made calls that wait for the GPU"),
+    # Four consecutive floats per thread: the lanes of a warp 16 bytes apart in every load.
+    Mutant("copy_coalesced: four consecutive floats per thread",
+           [("  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n"
+             "  for (; i + (kInFlight - 1) * step < n; i += kInFlight * step) {\n",
+             "  std::size_t i = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) * kInFlight;\n"
+             "  for (; i + (kInFlight - 1) < n; i += kInFlight * step) {\n"),
+            ("v[u] = in[i + u * step];", "v[u] = in[i + u];"),
+            ("out[i + u * step] = v[u];", "out[i + u] = v[u];"),
+            ("  for (; i < n; i += step) out[i] = in[i];\n", "  for (; i < n; ++i) out[i] = in[i];\n")],
+           "[step1][mechanism]", "sectors per load request"),
+    # scale's start index transposed: a bijection onto the grid's threads, lanes gridDim.x apart.
+    Mutant("scale's start index transposed (threadIdx.x * gridDim.x + blockIdx.x)",
+           [("  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += step)\n"
+             "    out[i] = in[i] * factor;",
+             "  for (std::size_t i = threadIdx.x * static_cast<std::size_t>(gridDim.x) + blockIdx.x; i < n; i += step)\n"
+             "    out[i] = in[i] * factor;")],
+           "[step4]", "consecutive threads must read consecutive elements"),
 ]
