@@ -75,6 +75,13 @@ std::string step1_code_error(const cml::sass::Function& k) {
   if (res.shared > 0)
     s << "it uses " << res.shared << " bytes of shared memory: the window belongs in registers, not in shared "
       << "memory or a shared-memory spill (step 1). ";
+  // A kernel with no window at all passes the checks above: it reads its kTaps rows again
+  // for every output. The solution's loop body loads once; unrolled a few times, a few.
+  const std::size_t loads = cml::sass::count(k, "LDG");
+  if (loads >= static_cast<std::size_t>(ch06::kTaps))
+    s << "fir_registers_kernel has " << loads << " global loads: each output reads its " << ch06::kTaps
+      << " input rows again. Load each row once, into the window, and keep it there for the next outputs "
+      << "(step 1). ";
   return s.str();
 }
 

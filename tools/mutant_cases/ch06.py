@@ -98,4 +98,43 @@ MUTANTS = [
             ("    out[r * static_cast<std::size_t>(n) + p] = acc;\n",
              "    if (p < n) out[r * static_cast<std::size_t>(n) + p] = acc;\n")],
            "[step2][correctness]", "loaded past in's last element"),
+    # Issue 38's second read (2026-12-06). The window's fill not clamped at row 0: rows
+    # -31 .. -1 read before in[0] (GuardedInput's NaN bytes there make the result show it).
+    Mutant("the window's fill starts at r0 - (kTaps - 1) unclamped: rows -31 .. -1 read before in[0]",
+           [("  for (int r = max(0, r0 - (kTaps - 1)); r < end; ++r) {\n",
+             "  for (int r = r0 - (kTaps - 1); r < end; ++r) {  // the rows above the segment fill the window\n")],
+           "[step1][correctness]", "rows above 0 count as 0"),
+    # No window: every output reads its kTaps rows again; no local memory, results exact.
+    Mutant("no window: each output reads its kTaps input rows again (no local memory, 32 loads an output)",
+           [("  float window[kTaps];\n"
+             "#pragma unroll\n"
+             "  for (int k = 0; k < kTaps; ++k) window[k] = 0.f;\n"
+             "  const int end = min(rows, r0 + kSegment);\n"
+             "  for (int r = max(0, r0 - (kTaps - 1)); r < end; ++r) {\n"
+             "#pragma unroll\n"
+             "    for (int k = kTaps - 1; k > 0; --k) window[k] = window[k - 1];\n"
+             "    window[0] = in[static_cast<std::size_t>(r) * cols + c];\n"
+             "    if (r < r0) continue;  // the rows above the segment only fill the window\n"
+             "    float acc = 0.f;\n"
+             "#pragma unroll\n"
+             "    for (int k = 0; k < kTaps; ++k) acc += taps.w[k] * window[k];\n",
+             "  const int end = min(rows, r0 + kSegment);\n"
+             "  for (int r = r0; r < end; ++r) {  // no window to keep: read the kTaps rows of each output\n"
+             "    float acc = 0.f;\n"
+             "#pragma unroll\n"
+             "    for (int k = 0; k < kTaps; ++k)\n"
+             "      if (r - k >= 0) acc += taps.w[k] * in[static_cast<std::size_t>(r - k) * cols + c];\n")],
+           "[step1][mechanism]", "reads its 32 input rows again"),
+    # The pixel index transposed: a bijection, M still read at one address a warp, but every
+    # load of in and store of out 32 sectors a request (only the step 2 bar stands; to measure).
+    Mutant("mix_constant's pixel index transposed: threadIdx.x * gridDim.x + blockIdx.x (uncoalesced)",
+           [("  const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * kMixBlock + threadIdx.x;\n",
+             "  const std::int64_t p = static_cast<std::int64_t>(threadIdx.x) * gridDim.x + blockIdx.x;\n")],
+           "[step2][perf]", "the divergent reads"),
+    # A wait after the launch: the enqueue-only check sees it.
+    Mutant("mix_constant waits for its stream before returning (cudaStreamSynchronize)",
+           [("  mix_constant_kernel<<<blocks, kMixBlock, 0, stream>>>(in, out, n);\n  CUDA_CHECK_LAUNCH();\n",
+             "  mix_constant_kernel<<<blocks, kMixBlock, 0, stream>>>(in, out, n);\n  CUDA_CHECK_LAUNCH();\n"
+             "  CUDA_CHECK(cudaStreamSynchronize(stream));  // M is read before set_mix changes it again\n")],
+           "[step2][mechanism]", "made calls that wait for the GPU"),
 ]
