@@ -207,6 +207,7 @@ TEST_CASE("step 3: sum_pipeline_kernel copies the tiles asynchronously, not thro
           "[ch07][step3][mechanism]") {
   CML_KERNEL_SASS(f, "sum_pipeline_kernel");
   check_async_copies(*f, "sum_pipeline_kernel", "step 3", "each thread's copies into a stage, committed as one stage");
+  cml::test::check_no_runtime_division(*f, "sum_pipeline_kernel", "step 3; ./lab hint 07");
 }
 
 TEST_CASE("step 3: sum_pipeline_kernel reads no stage before its copy completed (racecheck)",
@@ -295,6 +296,7 @@ TEST_CASE("step 4: sum_fast launches job.blocks blocks of kThreads threads, what
 TEST_CASE("step 4: sum_fast_kernel copies 16 bytes per instruction past L1 (SASS)", "[ch07][step4][mechanism]") {
   CML_KERNEL_SASS(f, "sum_fast_kernel");
   check_async_copies(*f, "sum_fast_kernel", "step 4", "step 3's pipeline");
+  cml::test::check_no_runtime_division(*f, "sum_fast_kernel", "step 4; ./lab hint 07");
   const std::size_t wide = cml::sass::count(*f, "LDGSTS.E.BYPASS.128"), bulk = cml::sass::count(*f, "UBLKCP"),
                     narrow = cml::sass::count(*f, "LDGSTS") - wide;
   INFO("sum_fast_kernel has "

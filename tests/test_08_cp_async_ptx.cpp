@@ -401,6 +401,8 @@ TEST_CASE(
     "[ch08][step2][mechanism]") {
   for (int s = 1; s <= ch08::kMaxStages; ++s)
     check_pipeline_sass("ch08::sum_pipeline_kernel<" + std::to_string(s) + ">", s, "step 2");
+  CML_KERNEL_SASS(f, "ch08::sum_pipeline_kernel<3>");
+  cml::test::check_no_runtime_division(*f, "ch08::sum_pipeline_kernel<3>", "step 2; ./lab hint 08");
 }
 
 TEST_CASE("step 2: sum_pipeline_kernel reads no stage before every thread's copies landed (racecheck)",
@@ -471,6 +473,7 @@ TEST_CASE("step 3: sum_fast_kernel<3> keeps a block barrier after the wait and o
           "[ch08][step3][mechanism]") {
   CML_KERNEL_SASS(f, "ch08::sum_fast_kernel<3>");
   cml::test::check_tile_loop_barriers(*f, "ch08::sum_fast_kernel<3>", "step 3; ./lab hint 08");
+  cml::test::check_no_runtime_division(*f, "ch08::sum_fast_kernel<3>", "step 3; ./lab hint 08");
 }
 
 TEST_CASE("step 3: sum_fast_kernel reads nothing past the end of the array (memcheck)", "[ch08][step3][mechanism]") {
@@ -556,6 +559,29 @@ void check_init_fenced(const char* kernel, const char* step) {
 TEST_CASE("step 4: sum_bulk_kernel fences its barrier inits for the asynchronous proxy (PTX)",
           "[ch08][step4][mechanism]") {
   check_init_fenced("ch08::sum_bulk_kernel<3>", "step 4");
+}
+
+// An mbarrier pipeline still needs two block barriers besides finish_block's two: one after
+// thread 0's inits (no thread may wait on a barrier not yet initialised) and one before a
+// stage is refilled (every warp done reading it). The mbarrier orders the copy's bytes, not
+// the other warps' reads; and racecheck does not see a TMA copy's writes to shared memory.
+namespace {
+void check_mbarrier_block_barriers(const char* kernel, const char* step) {
+  CML_KERNEL_SASS(f, kernel);
+  const std::size_t bars = cml::sass::count(*f, "BAR.SYNC");
+  INFO(kernel << " has " << bars
+              << " block barriers (BAR.SYNC), finish_block's 2 among them; want 2 more: one after the barrier "
+                 "inits, before any thread waits on them, and one at the end of each stage, before thread 0 "
+                 "refills it — the mbarrier says the copy's bytes landed, not that the other warps finished "
+                 "reading the stage ("
+              << step << "; ./lab hint 08)");
+  CHECK(bars >= 4);
+}
+}  // namespace
+
+TEST_CASE("step 4: sum_bulk_kernel keeps a block barrier after its inits and one before each refill (SASS)",
+          "[ch08][step4][mechanism]") {
+  check_mbarrier_block_barriers("ch08::sum_bulk_kernel<3>", "step 4");
 }
 
 TEST_CASE("step 4: sum_bulk_kernel reads nothing past the end of the array (memcheck)", "[ch08][step4][mechanism]") {
@@ -693,6 +719,11 @@ TEST_CASE("step 5: sum_tma_kernel fences its barrier inits for the asynchronous 
   check_init_fenced("ch08::sum_tma_kernel<3>", "step 5");
 }
 
+TEST_CASE("step 5: sum_tma_kernel keeps a block barrier after its inits and one before each refill (SASS)",
+          "[ch08][step5][mechanism]") {
+  check_mbarrier_block_barriers("ch08::sum_tma_kernel<3>", "step 5");
+}
+
 TEST_CASE("step 5: sum_tma_kernel reads no stage before its phase completed (racecheck)", "[ch08][step5][mechanism]") {
   CML_CHECK_SANITIZER(
       "racecheck", "racecheck:tma",
@@ -726,6 +757,15 @@ TEST_CASE("step 5: tensor_map_for refuses what TMA cannot take, with the rule, a
     m.pitch = 8192;
     CHECK_THROWS_AS(ch08::tensor_map_for(m, 0), std::invalid_argument);
     CHECK_THROWS_AS(ch08::tensor_map_for(m, ch08::kMaxBoxRows + 1), std::invalid_argument);
+  }
+  {
+    INFO(
+        "tensor_map_for accepted a matrix starting 4 bytes past a 16-byte boundary: TMA needs its global address "
+        "16-byte aligned — check it and throw std::invalid_argument saying so (cp_async_ptx.cuh; step 5)");
+    ch08::Matrix shifted = m;
+    shifted.data = words.data() + 1;
+    shifted.rows = 15;  // the shifted matrix stays inside the buffer
+    CHECK_THROWS_AS(ch08::tensor_map_for(shifted, 4), std::invalid_argument);
   }
   const CUtensorMap map = ch08::tensor_map_for(m, ch08::tma_plan().box_rows);
   const auto* bytes = reinterpret_cast<const unsigned char*>(&map);

@@ -131,6 +131,19 @@ inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::st
   CHECK(bars >= 4);
 }
 
+// A division or remainder by a value known only at run time (k % stages, 64-bit) compiles to
+// a subroutine call of dozens of instructions, made every tile; the pipelined kernels keep
+// their stage in a counter that wraps, and make no call at all.
+inline void check_no_runtime_division(const cml::sass::Function& f, const std::string& kernel,
+                                      const std::string& where) {
+  const std::size_t calls = cml::sass::count(f, "CALL");
+  INFO(kernel << " makes " << calls << " subroutine call(s) (CALL, e.g. \"" << cml::sass::first_containing(f, "CALL")
+              << "\"): a division or remainder by a run-time value (k % stages) is such a call, dozens of "
+                 "instructions every tile — keep the stage in a counter that wraps to 0 at the stage count ("
+              << where << ")");
+  CHECK(calls == 0);
+}
+
 // ---- The timed array ----------------------------------------------------------------------
 
 // The array every speed bar of chapters 07 and 08 times: large_array_bytes() of it, a whole

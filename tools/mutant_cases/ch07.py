@@ -139,13 +139,13 @@ MUTANTS = [
     Mutant("every thread initialises the barrier (no thread_rank() == 0)",
            [("  if (block.thread_rank() == 0) init(&bar, block.size());\n", "  init(&bar, block.size());\n")],
            "[step2][mechanism]", "racecheck found hazards in sum_barrier_kernel"),
-    # The stage from a 64-bit k % stages per tile: a division in the loop, results right.
+    # The stage from a 64-bit k % stages per tile: a subroutine call in the loop, results right.
     Mutant("the stage buffer from a 64-bit k % stages per tile",
            [("      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count, pipe);\n",
              "      copy_share<Fast>(stage_buf + (k % stages) * kTileWords, job.in + s.first, s.count, pipe);\n"),
             ("    acc = compute_tile(stage_buf + use * kTileWords, tile_span(job, t).count, job.compute, acc);\n",
              "    acc = compute_tile(stage_buf + (k % stages) * kTileWords, tile_span(job, t).count, job.compute, acc);\n")],
-           "[step3][perf]", "no 64-bit k % stages per tile"),
+           "[step3][mechanism]", "a division or remainder by a run-time value"),
     # Whole tiles copied by the count-bounded loop: no unrolled branch.
     Mutant("whole tiles copied by the count-bounded loop (not unrolled)",
            [("  } else if (count == kTileWords) {\n", "  } else if (false) {\n")],

@@ -18,6 +18,8 @@ _CG_ASM = ('    asm volatile("cp.async.cg.shared.global [%0], [%1], %2, %3;\\n" 
 _CA_ASM = ('    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\\n" ::"r"(shared), "l"(global), '
            '"n"(Bytes),\n')
 
+REFILL_BARRIER = "    __syncthreads();  // every thread is done with the stage before thread 0 refills it\n"
+
 MUTANTS = [
     # Step 1. The cache hint ignored: .ca for both levels. Every copy still lands (the sums
     # and the copy are right); the .cg kernel compiles to LDGSTS.E.128, cached in L1.
@@ -247,4 +249,43 @@ MUTANTS = [
             ("void sum_tma(const MatrixJob& job, cudaStream_t stream) {\n",
              "void sum_tma(const MatrixJob& job, cudaStream_t stream) {\n  (void)stream;\n")],
            "[step5][mechanism]", "ran on another stream than the one it was given"),
+    # ---- Issue 38's second read (2026-12-06) ----
+    # The TMA kernel's refill barrier dropped ('the mbarrier orders it'): the copy lands long
+    # after the other warps' reads, and racecheck does not see a TMA copy's writes.
+    Mutant("the TMA kernel's refill barrier dropped ('the mbarrier orders it'), step 5 only",
+           [(REFILL_BARRIER,
+             "    if constexpr (StageWords == kTileWords) __syncthreads();  // boxes: the mbarrier orders them\n")],
+           "[step5][mechanism]", "block barriers (BAR.SYNC)"),
+    # No block barrier after the mbarrier inits (the proxy fence kept): other warps may wait on
+    # a barrier thread 0 has not initialised yet; it usually holds.
+    Mutant("no __syncthreads after the mbarrier inits (the proxy fence kept)",
+           [("    fence_proxy_async_shared();\n  }\n  __syncthreads();\n",
+             "    fence_proxy_async_shared();\n  }\n")],
+           "[step4][mechanism]", "block barriers (BAR.SYNC)"),
+    # Chapter 07's habit: the stage as a 64-bit k % job.stages, a subroutine call per tile.
+    Mutant("the stage as a 64-bit k % job.stages (a run-time division per tile), steps 2-3",
+           [("      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count);\n",
+             "      copy_share<Fast>(stage_buf + k % static_cast<std::size_t>(job.stages) * kTileWords, job.in + s.first,\n"
+             "                       s.count);\n"),
+            ("    acc = compute_tile(stage_buf + use * kTileWords, tile_span(job, t).count, job.compute, acc);\n",
+             "    acc = compute_tile(stage_buf + k % static_cast<std::size_t>(job.stages) * kTileWords,\n"
+             "                       tile_span(job, t).count, job.compute, acc);\n")],
+           "[step2][mechanism]", "a division or remainder by a run-time value"),
+    # The map's 16-byte alignment rule left to the driver (a bare CUresult, not the rule).
+    Mutant("the 16-byte alignment rule of the map left to the driver",
+           [("  if (reinterpret_cast<std::uintptr_t>(m.data) % 16 != 0)\n", "  if (false)\n")],
+           "[step5][correctness]", "global address 16-byte aligned"),
+    # The tail's cp.async not waited for before the arrival that publishes the tile.
+    Mutant("the tail's cp.async not waited for before the arrival that publishes the tile",
+           [("      cp_async_wait_all();\n    }\n    mbarrier_arrive_expect_tx(bar, whole);\n",
+             "    }\n    mbarrier_arrive_expect_tx(bar, whole);\n")],
+           "[step4][correctness]", "ragged ones fail"),
+    # The parity of the k-th tile, not of the k-th use of its barrier.
+    Mutant("the parity of the k-th tile (k & 1), not of the k-th use of its barrier",
+           [("static_cast<unsigned>(k / Stages) & 1u", "static_cast<unsigned>(k) & 1u")],
+           "[step4][correctness]", "(k / stages) & 1"),
+    # The refill barrier dropped from both mbarrier pipelines.
+    Mutant("the refill barrier dropped from both mbarrier pipelines",
+           [(REFILL_BARRIER, "")],
+           "[step4][mechanism]", "block barriers (BAR.SYNC)"),
 ]
