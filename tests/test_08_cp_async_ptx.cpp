@@ -735,8 +735,21 @@ TEST_CASE("step 5: tma_plan is a box TMA can load and stage counts that fit", "[
   const ch08::TmaPlan plan = ch08::tma_plan();
   INFO("tma_plan() = {" << plan.box_rows << ", " << plan.stages << "}: box rows 1 to " << ch08::kMaxBoxRows
                         << ", stages 1 to " << ch08::kMaxStages << " (step 5; ./lab hint 08)");
-  CHECK((plan.box_rows >= 1 && plan.box_rows <= ch08::kMaxBoxRows && plan.stages >= 1 &&
-         plan.stages <= ch08::kMaxStages));
+  REQUIRE((plan.box_rows >= 1 && plan.box_rows <= ch08::kMaxBoxRows && plan.stages >= 1 &&
+           plan.stages <= ch08::kMaxStages));
+  // Every stage count with that box must launch, on every GPU step 5 runs on: sm_120 parts
+  // (GeForce RTX 50) give a block 99 KiB of shared memory where an H100 gives 227.
+  constexpr int kSmallestOptin = 99 * 1024;
+  int optin = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, cml::test::device().index));
+  const std::size_t limit = static_cast<std::size_t>(std::min(optin, kSmallestOptin));
+  const std::size_t box = static_cast<std::size_t>(plan.box_rows) * ch08::kBoxCols * sizeof(Word);
+  INFO("with boxes of " << plan.box_rows << " rows (" << box / 1024 << " KiB), " << ch08::kMaxStages << " stages take "
+                        << ch08::kMaxStages * box / 1024 << " KiB, more than the " << limit / 1024
+                        << " KiB a block may have on an sm_120 GPU (this one allows " << optin / 1024
+                        << "): sum_tma must run at every stage count (cp_async_ptx.cuh) — a smaller box (step 5; "
+                           "./lab hint 08)");
+  CHECK(ch08::kMaxStages * box <= limit);
 }
 
 TEST_CASE("step 5: tensor_map_for refuses what TMA cannot take, with the rule, and takes it pitched",

@@ -288,4 +288,9 @@ MUTANTS = [
     Mutant("the refill barrier dropped from both mbarrier pipelines",
            [(REFILL_BARRIER, "")],
            "[step4][mechanism]", "block barriers (BAR.SYNC)"),
+    # The hint's "try 8, 16, 32" taken to 32-row boxes: 4 stages of 32 KiB are over the 99 KiB
+    # an sm_120 GPU gives a block (it runs on an H100).
+    Mutant("boxes of 32 rows x 3 stages (4 stages over sm_120's 99 KiB a block)",
+           [("constexpr TmaPlan kPlan{16, 3};", "constexpr TmaPlan kPlan{32, 3};")],
+           "[step5][correctness]", "a smaller box"),
 ]
