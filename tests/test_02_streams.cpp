@@ -771,6 +771,26 @@ TEST_CASE("step 3: your plan makes more chunks for a longer problem with the sam
   CHECK(large.chunks > small.chunks);
 }
 
+TEST_CASE("step 3: your plan makes fewer chunks where each chunk costs more, the problem the same", "[ch02][step3]") {
+  ch02::Measured m;  // 1 GiB each way, balanced (the phases of the case above at 16x)
+  m.h2d_ms = m.d2h_ms = 22.4;
+  m.both_ms = m.kernel_ms = 29.6;
+  m.copy_engines = 2;
+  const std::size_t n = std::size_t{256} << 20;
+  m.chunk_ms = 0.008;
+  const ch02::Plan cheap = ch02::choose_plan(n, m);
+  m.chunk_ms = 0.128;  // a slower host or driver: each chunk's fixed cost 16 times the H200's
+  const ch02::Plan dear = ch02::choose_plan(n, m);
+  INFO("choose_plan gave " << plan_text(cheap) << " where a chunk costs 0.008 ms and " << plan_text(dear)
+                           << " where it costs 0.128 ms, the same 1 GiB each way: each chunk's fixed cost is what "
+                              "more chunks pay for a shorter fill and drain, so a dearer chunk buys fewer. A count "
+                              "from the problem's size alone ignores it: weigh m.chunk_ms against the phases "
+                              "(step 3; ./lab hint 02)");
+  REQUIRE(cheap.streams >= 1);
+  REQUIRE(dear.streams >= 1);
+  CHECK(dear.chunks < cheap.chunks);
+}
+
 TEST_CASE("step 3: your plan comes close to the bound on a balanced, a copy-bound and a kernel-bound workload",
           "[ch02][step3][perf]") {
   CML_REQUIRE_NEED("copy_engines=2", "the bound of copies in both directions at once");

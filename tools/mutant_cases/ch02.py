@@ -194,4 +194,17 @@ MUTANTS = [
        "  launch_add((k.count < 4096 ? p.host_in : p.device_in) + k.first, p.device_out + k.first, k.count, p.cycles, "
        "p.add_value, s);")],
      "[step1][mechanism]", "read p.host_in, the pinned host input, over the bus"),
+    # Issue 38's second read (2026-12-06): chunks of a fixed 4 MiB, the count from n alone,
+    # whatever the phases and each chunk's cost (the model puts it near 0.90 of the bound).
+    Mutant("chunks of a fixed 4 MiB whatever the phases and the chunk cost (count from n alone)",
+           [("  return Plan{streams, best_chunks, IssueOrder::Depth};",
+             "  (void)streams;\n"
+             "  const std::size_t sized = std::min<std::size_t>(std::max<std::size_t>(n >> 20, 1), 1024);  // 4 MiB\n"
+             "  return Plan{8, sized, IssueOrder::Depth};")],
+           "[step3]", "a dearer chunk buys fewer"),
+    # The hint's "at least three streams" taken as the count (to measure: the bar may pass it).
+    Mutant("exactly three streams (the hint's 'at least three' taken as the count)",
+           [("  const int streams = static_cast<int>(std::min<std::size_t>(best_chunks, 8));",
+             "  const int streams = static_cast<int>(std::min<std::size_t>(best_chunks, 3));")],
+           "[step3][perf]", "want at least"),
 ]
