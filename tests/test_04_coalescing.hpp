@@ -185,7 +185,7 @@ void check_elementwise(const char* name, std::initializer_list<std::size_t> size
     });
     if (fault)
       FAIL(name << " with n = " << n << " faulted (" << *fault << ")"
-                << in.read_past("in", "a thread whose element is n or past it") << note);
+                << in.read_past("in", "a thread whose element is n or past it", *fault) << note);
     const auto r = a.verify(n, [&](std::size_t i) { return f(a.host[i]); });
     INFO(r.describe() << note);
     CHECK(r.ok);

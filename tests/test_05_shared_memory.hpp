@@ -65,7 +65,7 @@ std::string transpose_error(TransposeFn fn, const char* name, int rows, int cols
   faulted = fault.has_value();
   if (fault)
     return "the kernel faulted (" + *fault + ")" +
-           in.read_past("in", "an edge tile's threads whose element lies outside the matrix");
+           in.read_past("in", "an edge tile's threads whose element lies outside the matrix", *fault);
   return err;
 }
 

@@ -123,7 +123,7 @@ std::string run_on_device(const std::vector<float>& input, std::size_t n, const 
       return read.empty() ? judge(got) : read;
     });
   });
-  if (fault) return function + kFaulted + *fault + ")" + in.read_past("in", who);
+  if (fault) return function + kFaulted + *fault + ")" + in.read_past("in", who, *fault);
   return err;
 }
 

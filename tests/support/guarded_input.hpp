@@ -41,8 +41,13 @@ class GuardedInput {
   const T* data() const { return guarded_ ? guarded_->data() + kHead : plain_->data(); }
 
   // What a fault of a kernel that read this input means, to follow "faulted (...)": `name`
-  // is the input's name in the contract, `who` which threads must not load.
-  std::string read_past(const std::string& name, const std::string& who) const {
+  // is the input's name in the contract, `who` which threads must not load, `fault` the
+  // fault's own text (a misaligned access is not a read past the end).
+  std::string read_past(const std::string& name, const std::string& who, const std::string& fault = "") const {
+    if (fault.find("misaligned") != std::string::npos || fault.find("Misaligned") != std::string::npos)
+      return ". A misaligned address: an access of 8 or 16 bytes (a float2, a float4) must start at a multiple of "
+             "its size — a vector view of " +
+             name + " starts at " + name + " itself or a multiple of the vector's floats past it";
     if (!guarded_) return "";
     return ". " + name + " ends where the mapped memory ends, so a thread loaded past " + name +
            "'s last element: " + who + " must not load it";

@@ -194,4 +194,20 @@ MUTANTS = [
              "  for (std::size_t i = threadIdx.x * static_cast<std::size_t>(gridDim.x) + blockIdx.x; i < n; i += step)\n"
              "    out[i] = in[i] * factor;")],
            "[step4]", "consecutive threads must read consecutive elements"),
+    # The odd floats peeled off the front, then float4s from in + n % 4: a misaligned 16-byte
+    # access, which faults, and the message says so rather than "past the end".
+    Mutant("copy_vectorized peels the n % 4 odd floats off the front (float4s from in + n % 4)",
+           [("  if (i < groups) {\n"
+             "    reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];\n"
+             "  } else {\n"
+             "    const std::size_t tail = groups * 4 + (i - groups);\n"
+             "    if (tail < n) out[tail] = in[tail];\n"
+             "  }\n",
+             "  const std::size_t head = n % 4;\n"
+             "  if (i < groups) {\n"
+             "    reinterpret_cast<float4*>(out + head)[i] = reinterpret_cast<const float4*>(in + head)[i];\n"
+             "  } else if (i - groups < head) {\n"
+             "    out[i - groups] = in[i - groups];\n"
+             "  }\n")],
+           "[step2][correctness]", "A misaligned address"),
 ]
