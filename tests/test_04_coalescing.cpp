@@ -87,6 +87,12 @@ TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04
                     [](float x) { return x; });
 }
 
+TEST_CASE("step 1: copy_coalesced copies past 2^31 elements, where the GPU has room for them",
+          "[ch04][step1][correctness]") {
+  check_past_int_range(
+      "copy_coalesced", ch04::copy_coalesced, [](float x) { return x; }, "step 1");
+}
+
 TEST_CASE("step 1: copy_coalesced only enqueues copy_coalesced_kernel, alone, on the stream it is given",
           "[ch04][step1][mechanism]") {
   cml::test::device();
@@ -332,6 +338,13 @@ TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch
       "scale", {1, 33, jitter((1u << 20) + 5), jitter(3 * one_pass_threads())},
       [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 3.0f, s); },
       [](float x) { return x * 3.0f; });
+}
+
+TEST_CASE("step 4: scale multiplies past 2^31 elements, where the GPU has room for them",
+          "[ch04][step4][correctness]") {
+  check_past_int_range(
+      "scale", [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 2.0f, s); },
+      [](float x) { return 2.0f * x; }, "step 4");
 }
 
 TEST_CASE("step 4: scale only enqueues scale_kernel, alone, on the stream it is given", "[ch04][step4][mechanism]") {

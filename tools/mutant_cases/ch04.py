@@ -210,4 +210,11 @@ MUTANTS = [
              "    out[i - groups] = in[i - groups];\n"
              "  }\n")],
            "[step2][correctness]", "A misaligned address"),
+    # The tutorials' int index: right for every size but those past 2^31 elements.
+    Mutant("copy_coalesced indexes with int (wrong from 2^31 elements on)",
+           [("  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;\n"
+             "  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;\n",
+             "  const int step = gridDim.x * blockDim.x;\n"
+             "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n")],
+           "[step1][correctness]", "wraps past 2^31 - 1"),
 ]
