@@ -95,6 +95,9 @@ class RegistersBar : public SpeedBar {
     CUDA_CHECK(cudaMemsetAsync(in_.data(), 0, in_.bytes(), s_));
     slow_ = [this](cudaStream_t x) { ch06::fir_ring(in_.data(), out_.data(), kPerfRows, kPerfCols, taps_, x); };
     yours_ = [this](cudaStream_t x) { ch06::fir_registers(in_.data(), out_.data(), kPerfRows, kPerfCols, taps_, x); };
+    copy_ = [this](cudaStream_t x) {
+      CUDA_CHECK(cudaMemcpyAsync(out_.data(), in_.data(), in_.bytes(), cudaMemcpyDeviceToDevice, x));
+    };
   }
 
  private:
@@ -260,6 +263,9 @@ class ConstantBar : public SpeedBar {
     CUDA_CHECK(cudaMemsetAsync(in_.data(), 0, in_.bytes(), s_));
     slow_ = [this](cudaStream_t x) { ch06::mix_divergent(in_.data(), out_.data(), kPerfPixels, x); };
     yours_ = [this](cudaStream_t x) { ch06::mix_constant(in_.data(), out_.data(), kPerfPixels, x); };
+    copy_ = [this](cudaStream_t x) {
+      CUDA_CHECK(cudaMemcpyAsync(out_.data(), in_.data(), in_.bytes(), cudaMemcpyDeviceToDevice, x));
+    };
   }
 
  private:

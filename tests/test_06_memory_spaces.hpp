@@ -78,14 +78,19 @@ class SpeedBar {
   // [.measure]: both sides of the bar, five runs, for the lead: this build's kernel over the
   // slow version (the solution's: the correct side) and the slow version over itself (the
   // starter's mistake: about 1, the noise). A mutant's side: the same case in its build.
+  // Each run also times a device-to-device copy of the bytes the kernel reads and writes:
+  // both kernels as fractions of it say how the bar would read as a fraction of DRAM's
+  // speed, which scales with the GPU where the ratio of the two kernels may not
+  // (docs/every-gpu.md).
   void measure() const {
     std::printf("device %s\n", cml::test::device().name.c_str());
     for (int run = 0; run < 5; ++run) {
-      const auto st = cml::time_interleaved({slow_, yours_, slow_}, s_, kPerfTiming);
+      const auto st = cml::time_interleaved({slow_, yours_, slow_, copy_}, s_, kPerfTiming);
       std::printf(
           "%s run %d: this build's kernel over the slow version %s; the slow version over itself (the "
-          "starter's mistake) %s (bar %.2f)\n",
-          what_.c_str(), run, cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(), bar_);
+          "starter's mistake) %s (bar %.2f); of a copy of the same bytes: this build's %s, the slow version %s\n",
+          what_.c_str(), run, cml::ratio_text(st[0], st[1]).c_str(), cml::ratio_text(st[0], st[2]).c_str(), bar_,
+          cml::ratio_text(st[3], st[1]).c_str(), cml::ratio_text(st[3], st[0]).c_str());
     }
     std::fflush(stdout);
   }
@@ -94,7 +99,7 @@ class SpeedBar {
   SpeedBar(double bar, std::string what, std::string why) : bar_(bar), what_(std::move(what)), why_(std::move(why)) {}
   const cml::DeviceFacts& device_ = cml::test::device();  // selected before anything is allocated
   cml::Stream s_;
-  cml::Work slow_, yours_;
+  cml::Work slow_, yours_, copy_;  // copy_: cudaMemcpyAsync of the bytes yours_ reads and writes
 
  private:
   double bar_;
