@@ -132,16 +132,18 @@ inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::st
 }
 
 // A division or remainder by a value known only at run time (k % stages, 64-bit) compiles to
-// a subroutine call of dozens of instructions, made every tile; the pipelined kernels keep
-// their stage in a counter that wraps, and make no call at all.
+// a subroutine of dozens of instructions, called every tile; the pipelined kernels keep their
+// stage in a counter that wraps, and have no subroutine. A subroutine is told by its RET:
+// ptxas also uses CALL alone as a branch out of a loop (sm_80), which returns nowhere.
 inline void check_no_runtime_division(const cml::sass::Function& f, const std::string& kernel,
                                       const std::string& where) {
-  const std::size_t calls = cml::sass::count(f, "CALL");
-  INFO(kernel << " makes " << calls << " subroutine call(s) (CALL, e.g. \"" << cml::sass::first_containing(f, "CALL")
-              << "\"): a division or remainder by a run-time value (k % stages) is such a call, dozens of "
+  const std::size_t subroutines = cml::sass::count(f, "RET");
+  INFO(kernel << " has " << subroutines << " subroutine(s) (RET, called by e.g. \""
+              << cml::sass::first_containing(f, "CALL")
+              << "\"): a division or remainder by a run-time value (k % stages) is such a subroutine, dozens of "
                  "instructions every tile — keep the stage in a counter that wraps to 0 at the stage count ("
               << where << ")");
-  CHECK(calls == 0);
+  CHECK(subroutines == 0);
 }
 
 // ---- The timed array ----------------------------------------------------------------------
