@@ -89,8 +89,11 @@ TEST_CASE("step 1: copy_coalesced copies every element and nothing more", "[ch04
 
 TEST_CASE("step 1: copy_coalesced copies past 2^31 elements, where the GPU has room for them",
           "[ch04][step1][correctness]") {
-  check_past_int_range(
-      "copy_coalesced", ch04::copy_coalesced, [](float x) { return x; }, "step 1");
+  constexpr std::size_t n = (std::size_t{1} << 31) + 37;
+  cml::test::check_past_int_range(
+      "copy_coalesced over 2^31 + 37 floats", n,
+      [](const float* in, float* out, cudaStream_t s) { ch04::copy_coalesced(in, out, n, s); },
+      [](float x) { return x; }, "step 1; ./lab hint 04");
 }
 
 TEST_CASE("step 1: copy_coalesced only enqueues copy_coalesced_kernel, alone, on the stream it is given",
@@ -342,9 +345,11 @@ TEST_CASE("step 4: scale multiplies every element and writes nothing more", "[ch
 
 TEST_CASE("step 4: scale multiplies past 2^31 elements, where the GPU has room for them",
           "[ch04][step4][correctness]") {
-  check_past_int_range(
-      "scale", [](const float* in, float* out, std::size_t n, cudaStream_t s) { ch04::scale(in, out, n, 2.0f, s); },
-      [](float x) { return 2.0f * x; }, "step 4");
+  constexpr std::size_t n = (std::size_t{1} << 31) + 37;
+  cml::test::check_past_int_range(
+      "scale over 2^31 + 37 floats", n,
+      [](const float* in, float* out, cudaStream_t s) { ch04::scale(in, out, n, 2.0f, s); },
+      [](float x) { return 2.0f * x; }, "step 4; ./lab hint 04");
 }
 
 TEST_CASE("step 4: scale only enqueues scale_kernel, alone, on the stream it is given", "[ch04][step4][mechanism]") {

@@ -15,6 +15,7 @@
 #include "kernel_sass.hpp"
 #include "launch_geometry.hpp"
 #include "ncu_evidence.hpp"
+#include "past_int_range.hpp"
 #include "sanitizer_target.hpp"
 #include "target_case.hpp"
 #include "cml/buffers.hpp"
@@ -191,51 +192,6 @@ void check_elementwise(const char* name, std::initializer_list<std::size_t> size
     INFO(r.describe() << note);
     CHECK(r.ok);
   }
-}
-
-// Past 2^31 elements an index or a step held in an int (the tutorials' habit) wraps. Where
-// the GPU has room for two arrays of 2^31 + 37 floats (17.2 GB), `launch` runs over them:
-// the input set by a memset to 0x3F bytes (each float 0.747...), the output to NaN, and the
-// last 2 Mi elements, both sides of 2^31, read back against `f`. Skipped where memory is
-// short, and under a sanitizer (2^31 instrumented accesses).
-template <typename Launch, typename F>
-void check_past_int_range(const char* name, Launch launch, F f, const char* step) {
-  const auto& d = cml::test::device();
-  const std::size_t n = (std::size_t{1} << 31) + 37, bytes = n * sizeof(float);
-  if (!cml::test::whole_run_sanitizer().empty())
-    CML_SKIP(std::string(name) + " over 2^31 + 37 floats is too long a run under compute-sanitizer");
-  if (2 * bytes + (std::size_t{1} << 30) > d.free_bytes)
-    CML_SKIP(std::string(name) + " over 2^31 + 37 floats needs " +
-             cml::format_bytes(2 * bytes + (std::size_t{1} << 30)) + " of free GPU memory; this GPU has " +
-             cml::format_bytes(d.free_bytes));
-  cml::DeviceBuffer<float> in(n), out(n);
-  cml::Stream s;
-  CUDA_CHECK(cudaMemsetAsync(in.data(), 0x3F, bytes, s));
-  CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, bytes, s));
-  const auto fault = cml::test::cuda_fault([&] {
-    launch(in.data(), out.data(), n, s.get());
-    s.synchronize();
-  });
-  if (fault)
-    FAIL(name << " over 2^31 + 37 floats faulted (" << *fault
-              << "): an index or a grid stride held in 32 bits wraps past 2^31 - 1 — keep them in std::size_t (" << step
-              << "; ./lab hint 04)");
-  const std::size_t from = (std::size_t{1} << 31) - (std::size_t{1} << 20);
-  std::vector<float> got(n - from);
-  CUDA_CHECK(cudaMemcpy(got.data(), out.data() + from, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  float x = 0;
-  const unsigned pattern = 0x3F3F3F3Fu;
-  std::memcpy(&x, &pattern, sizeof(x));
-  const float want = f(x);
-  std::size_t bad = got.size();
-  for (std::size_t i = 0; i < got.size() && bad == got.size(); ++i)
-    if (!(got[i] == want)) bad = i;
-  INFO(name << " over 2^31 + 37 floats: element " << (bad == got.size() ? 0 : from + bad) << " is "
-            << (bad == got.size() ? want : got[bad]) << ", want " << want
-            << (bad < got.size() && from + bad >= (std::size_t{1} << 31) ? " (past 2^31 - 1)" : "")
-            << ": an index or a grid stride held in 32 bits wraps past 2^31 - 1 — keep them in std::size_t (" << step
-            << "; ./lab hint 04)");
-  CHECK(bad == got.size());
 }
 
 const std::vector<std::string> kLoadMetrics = {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",

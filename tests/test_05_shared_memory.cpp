@@ -109,6 +109,16 @@ TEST_CASE("step 1: transpose_tiled transposes square, non-square and ragged matr
   check_shapes(ch05::transpose_tiled, "transpose_tiled", ch05::checked_shapes(), "step 1");
 }
 
+// Rows times columns past 2^31 (46349 x 46343, both ragged): an offset computed in int wraps.
+TEST_CASE("step 1: transpose_tiled transposes a matrix of more than 2^31 elements, where the GPU has room for it",
+          "[ch05][step1][correctness]") {
+  constexpr int rows = 46349, cols = 46343;
+  cml::test::check_past_int_range(
+      "transpose_tiled of 46349 x 46343 floats", static_cast<std::size_t>(rows) * cols,
+      [](const float* in, float* out, cudaStream_t s) { ch05::transpose_tiled(in, out, rows, cols, s); },
+      [](float x) { return x; }, "step 1; ./lab hint 05");
+}
+
 TEST_CASE("step 1: transpose_tiled only enqueues one kernel on its stream", "[ch05][step1][mechanism]") {
   CML_REQUIRE_TRACING();
   check_enqueues_only(ch05::transpose_tiled, "transpose_tiled");
@@ -233,6 +243,15 @@ TEST_CASE("step 3: transpose_swizzled_kernel has no shared-memory race (racechec
 }
 
 // ---- Step 4 -----------------------------------------------------------------------------
+
+TEST_CASE("step 4: transpose_wide transposes a matrix of more than 2^31 elements, where the GPU has room for it",
+          "[ch05][step4][correctness]") {
+  constexpr int rows = 46348, cols = 46340;  // multiples of 4, not of 64
+  cml::test::check_past_int_range(
+      "transpose_wide of 46348 x 46340 floats", static_cast<std::size_t>(rows) * cols,
+      [](const float* in, float* out, cudaStream_t s) { ch05::transpose_wide(in, out, rows, cols, s); },
+      [](float x) { return x; }, "step 4; ./lab hint 05");
+}
 
 TEST_CASE("step 4: transpose_wide transposes every shape of multiples of 4, and refuses others",
           "[ch05][step4][correctness]") {

@@ -13,6 +13,7 @@
 #include "kernel_sass.hpp"
 #include "launch_geometry.hpp"
 #include "ncu_evidence.hpp"
+#include "past_int_range.hpp"
 #include "sanitizer_target.hpp"
 #include "speed_bar.hpp"
 #include "stream_race.hpp"

@@ -108,4 +108,11 @@ MUTANTS = [
            [("  const dim3 grid = tiles_launch(rows, cols, kWideTile);\n",
              "  const dim3 grid = tiles_launch(rows, cols, kSolutionTile);\n")],
            "[step4][mechanism]", "have no tile to move"),
+    # Issue 38's second read (2026-12-06): the tile's offsets in int, right below 2^31 elements.
+    Mutant("the tile's global offsets computed in int (wrong past 2^31 elements)",
+           [("  const float* src = in + static_cast<std::size_t>(row0 + y) * cols + col0 + x;\n",
+             "  const float* src = in + ((row0 + y) * cols + col0 + x);\n"),
+            ("  float* dst = out + static_cast<std::size_t>(col0 + y) * rows + row0 + x;\n",
+             "  float* dst = out + ((col0 + y) * rows + row0 + x);\n")],
+           "[step1][correctness]", "wraps past 2^31 - 1"),
 ]
