@@ -12,7 +12,8 @@ namespace ch04 {
 // ---- What every launcher of steps 1-4 does ---------------------------------------------------
 // It launches its one kernel (named below) on `stream`, and nothing else, on no other stream:
 // the caller reads the result, and the tests time it, through `stream`. It only enqueues: it
-// returns without waiting for the kernel (the caller synchronises). The kernel's grid is
+// returns without waiting for the kernel (the caller synchronises). n may pass 2^31 where
+// memory holds the arrays. The kernel's grid is
 // 1-D, of 1-D blocks, sized for the launcher's work items (steps 1 and 4: the n floats;
 // step 3: the n particles; step 2: the n / 4 float4 groups, plus the n % 4 floats of the tail):
 //  - it fills the GPU: at least one thread per work item (step 2: per group; the tail may be

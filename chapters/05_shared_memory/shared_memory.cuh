@@ -4,9 +4,10 @@
 //
 // Every transpose takes a rows x cols matrix of floats, row-major (`in[r * cols + c]`), and
 // writes its transpose, cols x rows, row-major: out[c * rows + r] = in[r * cols + c], for
-// every r < rows and c < cols, any shape (square or not, multiples of the tile or not), and
-// writes nothing else. in and out come from cudaMalloc and do not overlap. Each function
-// only enqueues its kernel on `stream`; a rows or cols of 0 enqueues nothing.
+// every r < rows and c < cols, any shape (square or not, multiples of the tile or not,
+// more than 2^31 elements where memory holds them), and writes nothing else. in and out
+// come from cudaMalloc and do not overlap. Each function only enqueues its kernel on
+// `stream`; a rows or cols of 0 enqueues nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -19,6 +19,8 @@
 
 #include <cstddef>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,13 +30,24 @@ namespace cml::test {
 // 2^31 + 37 floats"), `advice` ends the failure ("step 1; ./lab hint 04").
 template <typename Launch, typename F>
 void check_past_int_range(const std::string& what, std::size_t n, Launch launch, F f, const std::string& advice) {
-  const auto& d = device();
+  device();
   const std::size_t bytes = n * sizeof(float), need = 2 * bytes + (std::size_t{1} << 30);
   if (!whole_run_sanitizer().empty()) CML_SKIP(what + " is too long a run under compute-sanitizer");
-  if (need > d.free_bytes)
+  std::size_t free_now = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_now, &total));  // now, not when the process began
+  if (need > free_now)
     CML_SKIP(what + " needs " + cml::format_bytes(need) + " of free GPU memory; this GPU has " +
-             cml::format_bytes(d.free_bytes));
-  cml::DeviceBuffer<float> in(n), out(n);
+             cml::format_bytes(free_now));
+  std::optional<cml::DeviceBuffer<float>> in_buffer, out_buffer;
+  try {
+    in_buffer.emplace(n);
+    out_buffer.emplace(n);
+  } catch (const std::exception& e) {  // another process took the memory meanwhile
+    cudaGetLastError();
+    CML_SKIP(what + ": the arrays could not be allocated (" + e.what() + ")");
+  }
+  cml::DeviceBuffer<float>& in = *in_buffer;
+  cml::DeviceBuffer<float>& out = *out_buffer;
   cml::Stream s;
   CUDA_CHECK(cudaMemsetAsync(in.data(), 0x3F, bytes, s));
   CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, bytes, s));

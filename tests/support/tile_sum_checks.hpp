@@ -140,8 +140,9 @@ inline void check_no_runtime_division(const cml::sass::Function& f, const std::s
   const std::size_t subroutines = cml::sass::count(f, "RET");
   INFO(kernel << " has " << subroutines << " subroutine(s) (RET, called by e.g. \""
               << cml::sass::first_containing(f, "CALL")
-              << "\"): a division or remainder by a run-time value (k % stages) is such a subroutine, dozens of "
-                 "instructions every tile — keep the stage in a counter that wraps to 0 at the stage count ("
+              << "\"): a division or remainder by a run-time value (k % stages, say) is such a subroutine, dozens "
+                 "of instructions wherever it runs, and every tile in the tile loop — keep the stage in a counter "
+                 "that wraps to 0 at the stage count ("
               << where << ")");
   CHECK(subroutines == 0);
 }

@@ -124,7 +124,7 @@ MUTANTS = [
              "#pragma unroll\n"
              "    for (int k = 0; k < kTaps; ++k)\n"
              "      if (r - k >= 0) acc += taps.w[k] * in[static_cast<std::size_t>(r - k) * cols + c];\n")],
-           "[step1][mechanism]", "reads its 32 input rows again"),
+           "[step1][mechanism]", "input rows again"),
     # The pixel index transposed: a bijection, M still read at one address a warp, but every
     # load of in and store of out 32 sectors a request (only the step 2 bar stands; to measure).
     Mutant("mix_constant's pixel index transposed: threadIdx.x * gridDim.x + blockIdx.x (uncoalesced)",
