@@ -124,22 +124,9 @@ TEST_CASE(
 }
 
 TEST_CASE("step 1: copy_coalesced keeps more loads in flight than the plain grid-stride loop", "[ch04][step1][perf]") {
-  const std::size_t n = large_n();
-  const ch04::Arrays a(n);
-  cml::Stream s;
-  const auto st = cml::time_interleaved(
-      {[&](cudaStream_t x) { ch04::launch_offset_copy(a.in.data(), a.out.data(), n, 0, 4, x); },
-       [&](cudaStream_t x) { ch04::copy_coalesced(a.in.data(), a.out.data(), n, x); }, a.memcpy_work(n)},
-      s, {2, 10});
-  const double f = st[0].median_ms / st[1].median_ms;
-  INFO("copy_coalesced over " << cml::format_bytes(n * 4)
-                              << ": its speed over the plain one-float-per-thread "
-                                 "grid-stride loop's, measured in this run (the loop's time over yours), is "
-                              << cml::ratio_text(st[0], st[1]) << " (of cudaMemcpy device to device: "
-                              << cml::ratio_text(st[2], st[1]) << "); want at least " << kStep1OverPlain
-                              << ": every SM busy, consecutive threads on consecutive floats, and several loads in "
-                                 "flight per thread before any store (step 1; ./lab hint 04)");
-  CHECK(f >= kStep1OverPlain);
+  check_over_plain("copy_coalesced", large_n(), ch04::copy_coalesced, kStep1OverPlain,
+                   "every SM busy, consecutive threads on consecutive floats, and several loads in flight per thread "
+                   "before any store (step 1; ./lab hint 04)");
 }
 
 TEST_CASE("step 1: copy_coalesced_kernel's loads touch the sectors the model gives a warp of consecutive floats (ncu)",
@@ -252,22 +239,9 @@ TEST_CASE("step 2: copy_vectorized's grid has at most a thread per float4 and pe
 
 TEST_CASE("step 2: copy_vectorized copies at least as fast as the plain one-float-per-thread loop",
           "[ch04][step2][perf]") {
-  const std::size_t n = large_n() + 3;  // a tail of 3 floats
-  const ch04::Arrays a(n);
-  cml::Stream s;
-  const auto st = cml::time_interleaved(
-      {[&](cudaStream_t x) { ch04::launch_offset_copy(a.in.data(), a.out.data(), n, 0, 4, x); },
-       [&](cudaStream_t x) { ch04::copy_vectorized(a.in.data(), a.out.data(), n, x); }, a.memcpy_work(n)},
-      s, {2, 10});
-  const double f = st[0].median_ms / st[1].median_ms;
-  INFO("copy_vectorized over " << cml::format_bytes(n * 4)
-                               << ": its speed over the plain one-float-per-thread grid-stride loop's, measured "
-                                  "in this run (the loop's time over yours), is "
-                               << cml::ratio_text(st[0], st[1]) << " (of cudaMemcpy device to device: "
-                               << cml::ratio_text(st[2], st[1]) << "); want at least " << kStep2OverPlain
-                               << ": each float4 is copied once, by one thread, and a thread that loops steps "
-                                  "over the whole grid, not one block (step 2; ./lab hint 04)");
-  CHECK(f >= kStep2OverPlain);
+  check_over_plain("copy_vectorized", large_n() + 3, ch04::copy_vectorized, kStep2OverPlain,  // a tail of 3 floats
+                   "each float4 is copied once, by one thread, and a thread that loops steps over the whole grid, not "
+                   "one block (step 2; ./lab hint 04)");
 }
 
 // ---- Step 3 ------------------------------------------------------------------------------

@@ -194,6 +194,25 @@ void check_elementwise(const char* name, std::initializer_list<std::size_t> size
   }
 }
 
+// `copy(in, out, n, stream)` (the launcher `name`) over n floats, timed interleaved with the
+// plain one-float-per-thread grid-stride loop (offset_copy at offset 0) and cudaMemcpy: its
+// speed over the loop's (the loop's time over its own) must reach `bar`.
+template <typename Copy>
+void check_over_plain(const char* name, std::size_t n, Copy copy, double bar, const char* advice) {
+  const ch04::Arrays a(n);
+  cml::Stream s;
+  const auto st =
+      cml::time_interleaved({[&](cudaStream_t x) { ch04::launch_offset_copy(a.in.data(), a.out.data(), n, 0, 4, x); },
+                             [&](cudaStream_t x) { copy(a.in.data(), a.out.data(), n, x); }, a.memcpy_work(n)},
+                            s, {2, 10});
+  INFO(name << " over " << cml::format_bytes(n * 4)
+            << ": its speed over the plain one-float-per-thread grid-stride loop's, measured in this run (the loop's "
+               "time over yours), is "
+            << cml::ratio_text(st[0], st[1]) << " (of cudaMemcpy device to device: " << cml::ratio_text(st[2], st[1])
+            << "); want at least " << bar << ": " << advice);
+  CHECK(st[0].median_ms / st[1].median_ms >= bar);
+}
+
 const std::vector<std::string> kLoadMetrics = {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
                                                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"};
 
