@@ -172,6 +172,15 @@ TEST_CASE("step 2: transpose_padded transposes square, non-square and ragged mat
   check_shapes(ch05::transpose_padded, "transpose_padded", ch05::checked_shapes(), "step 2");
 }
 
+TEST_CASE("step 2: transpose_padded transposes a matrix of more than 2^31 elements, where the GPU has room for it",
+          "[ch05][step2][correctness]") {
+  constexpr int rows = 46349, cols = 46343;
+  cml::test::check_past_int_range(
+      "transpose_padded of 46349 x 46343 floats", static_cast<std::size_t>(rows) * cols,
+      [](const float* in, float* out, cudaStream_t s) { ch05::transpose_padded(in, out, rows, cols, s); },
+      [](float x) { return x; }, "step 2; ./lab hint 05");
+}
+
 TEST_CASE("step 2: transpose_padded only enqueues one kernel on its stream", "[ch05][step2][mechanism]") {
   CML_REQUIRE_TRACING();
   check_enqueues_only(ch05::transpose_padded, "transpose_padded");
@@ -209,6 +218,15 @@ TEST_CASE("step 3: transpose_swizzled transposes square, non-square and ragged m
           "[ch05][step3][correctness]") {
   cml::test::device();
   check_shapes(ch05::transpose_swizzled, "transpose_swizzled", ch05::checked_shapes(), "step 3");
+}
+
+TEST_CASE("step 3: transpose_swizzled transposes a matrix of more than 2^31 elements, where the GPU has room for it",
+          "[ch05][step3][correctness]") {
+  constexpr int rows = 46349, cols = 46343;
+  cml::test::check_past_int_range(
+      "transpose_swizzled of 46349 x 46343 floats", static_cast<std::size_t>(rows) * cols,
+      [](const float* in, float* out, cudaStream_t s) { ch05::transpose_swizzled(in, out, rows, cols, s); },
+      [](float x) { return x; }, "step 3; ./lab hint 05");
 }
 
 TEST_CASE("step 3: transpose_swizzled only enqueues one kernel on its stream", "[ch05][step3][mechanism]") {

@@ -24,11 +24,13 @@
 #include "cml/sass.hpp"
 #include "cml/stream.hpp"
 #include "cml/timing.hpp"
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -193,6 +195,28 @@ double value(const cml::ncu::KernelMetrics& k, Metric m) {
 // The target's shape: whole tiles of every size the steps use, so the counters are of the
 // steady state, not of ragged edges.
 constexpr int kProfileSide = 1024;
+
+// The largest arrival count any mbarrier.init of `ptx` (one kernel's) gives, where the count
+// is a constant: written in the instruction, or moved into its register (mov.u32 %rN, K;)
+// before it. 0 when none is known.
+inline unsigned largest_mbarrier_count(const std::string& ptx) {
+  static const std::regex init(R"(mbarrier\.init[^\[]*\[[^\]]*\],\s*(%r\d+|\d+)\s*;)");
+  unsigned most = 0;
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), init); it != std::sregex_iterator(); ++it) {
+    const std::string operand = (*it)[1];
+    unsigned count = 0;
+    if (operand[0] != '%') {
+      count = static_cast<unsigned>(std::stoul(operand));
+    } else {  // the last constant moved into that register before the init
+      const std::string before = ptx.substr(0, static_cast<std::size_t>(it->position()));
+      const std::regex mov("mov\\.[us]32\\s+" + operand + ",\\s*(\\d+)\\s*;");
+      for (auto m = std::sregex_iterator(before.begin(), before.end(), mov); m != std::sregex_iterator(); ++m)
+        count = static_cast<unsigned>(std::stoul((*m)[1]));
+    }
+    most = std::max(most, count);
+  }
+  return most;
+}
 
 // ---- SASS ---------------------------------------------------------------------------------
 

@@ -316,4 +316,13 @@ MUTANTS = [
            [("                             stream>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);",
              "                             cudaStreamPerThread>>>(map_a, map_b, c.data, c.ld, c.rows, c.cols, k);\n  (void)stream;")],
            "[step6][mechanism]", "ran on another stream than the one it was given"),
+    # Issue 38's second read (2026-12-06): every thread arrives on the empty barrier, 256 a
+    # stage; it clears both step-6 speed bars (0.90 of cuBLAS), the PTX's counts show it.
+    Mutant("every thread arrives on the empty barrier (256 arrivals a stage, not 8)",
+           [("  constexpr unsigned kConsumers = T::kThreads / 32;\n",
+             "  constexpr unsigned kConsumers = T::kThreads;\n"),
+            ("    __syncwarp();                                   // every lane of this warp has read the stage...\n"
+             "    if (lane == 0) mbarrier_arrive(&empty[stage]);  // ...and one arrival says so\n",
+             "    mbarrier_arrive(&empty[stage]);  // this thread has read the stage\n")],
+           "[step6][mechanism]", "count one arrival per warp"),
 ]
