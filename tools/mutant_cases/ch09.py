@@ -325,4 +325,9 @@ MUTANTS = [
              "    if (lane == 0) mbarrier_arrive(&empty[stage]);  // ...and one arrival says so\n",
              "    mbarrier_arrive(&empty[stage]);  // this thread has read the stage\n")],
            "[step6][mechanism]", "count one arrival per warp"),
+    # The grouped order's last band clamped to kGroup rows, not to the rows left: wrong only
+    # with more than 8 tile rows, not a multiple of 8 (the 1100-row shape).
+    Mutant("the grouped order's last band clamped to kGroup rows, not to the rows left",
+           [("  const int height = min(tiles_m - first, kGroup);\n", "  const int height = min(tiles_m, kGroup);\n")],
+           "[step5][correctness]", "never written"),
 ]
