@@ -108,6 +108,7 @@ TEST_CASE(
           "refuses it (step 1)");
   CHECK(freed == 1);
   CHECK(device_frees == 0);
+  CHECK(r.threw.empty());
 }
 
 TEST_CASE(
@@ -162,6 +163,7 @@ TEST_CASE(
                                  "unregistered, once, or the pages stay locked (step 1)");
   CHECK(cml::test::count_calls(calls, "cudaHostUnregister") == 1);
   CHECK_FALSE(is_pinned(buf.data()));
+  CHECK(r.threw.empty());
 }
 
 TEST_CASE(
@@ -199,6 +201,7 @@ TEST_CASE(
                                 << ": it releases the buffer it is given, once (step 1)");
     CHECK(mine == 1);
     CHECK(others == 0);
+    CHECK(r.threw.empty());
   }
 }
 
@@ -232,6 +235,12 @@ TEST_CASE("step 1: pin_existing pins each range it is given, whole, and unpin_ex
          << " (step 1; ./lab hint 01)");
     CHECK(pinned[i]);
     CHECK(registered[i] == 1);
+    const bool kept = std::all_of(buffers[i].begin(), buffers[i].end(), [](std::byte b) { return b == std::byte{5}; });
+    INFO("range " << i + 1
+                  << " no longer holds what the program wrote there before pin_existing: pinning locks "
+                     "the pages in place and keeps their contents — touching them is not needed, and writing them "
+                     "destroys the program's data (step 1; ./lab hint 01)");
+    CHECK(kept);
   }
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     if (!pinned[i]) continue;  // what was never pinned cannot be unpinned
@@ -245,6 +254,7 @@ TEST_CASE("step 1: pin_existing pins each range it is given, whole, and unpin_ex
                                     << ": it undoes the registration of the range it is given (step 1)");
     CHECK(mine == 1);
     CHECK(others == 0);
+    CHECK(r.threw.empty());
     CHECK_FALSE(is_pinned(buffers[i].data()));
     for (std::size_t j = i + 1; j < buffers.size(); ++j) {
       INFO("unpin_existing of range " << i + 1 << " left range " << j + 1
@@ -293,7 +303,8 @@ TEST_CASE("step 2: send_batched puts every piece at its device offset", "[ch01][
   struct Shape {
     std::size_t count, piece;
   };
-  std::vector<Shape> shapes = {{1000, 4093}, {1, 1}, {37, 65536 + 16}, {1024, 4096}, {3000, 7}, {2, 1u << 20}};
+  std::vector<Shape> shapes = {{1000, 4093}, {1, 1},        {37, 65536 + 16},    {1024, 4096},
+                               {3000, 7},    {2, 1u << 20}, {3, (3u << 19) + 12}};  // a piece over 1 MiB
   // And shapes from a seed that changes every run (printed), so no size can be special-cased.
   const unsigned seed = std::random_device{}();
   CAPTURE(seed);
@@ -608,6 +619,7 @@ TEST_CASE(
                                  "cudaFreeHost, once (step 3)");
   CHECK(cml::test::count_calls(calls, "cudaFreeHost") == 1);
   CHECK(cml::test::count_calls(calls, "cudaFree") == 0);
+  CHECK(r.threw.empty());
 }
 
 // Both sides of the speed bars, for the maintainer: five runs each. Not run by ./lab check.

@@ -15,6 +15,10 @@ UNPACK = "  launch_unpack(staging.device, batch, stream);\n}"
 PREPARE = ("void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,\n"
            "                        [[maybe_unused]] cudaStream_t stream) {}")
 
+PER_COPY = "  const std::size_t per_copy = std::max<std::size_t>(1, (std::size_t{1} << 20) / batch.piece_bytes);\n"
+REGISTER = "{ CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); }"
+ALLOC = "  CUDA_CHECK(cudaMallocHost(&p, bytes));\n  return p;"
+
 MUTANTS = [
     # Pinned, but write-combined: copies are as fast and as asynchronous, and every host read
     # of what came back goes around the CPU's caches. Only the allocation's flags show it.
@@ -164,4 +168,20 @@ MUTANTS = [
              "batch.piece_bytes);\n"
              "  CUDA_CHECK(cudaMemcpyAsync(staging.device, staging.host, staging.bytes, cudaMemcpyHostToDevice, stream));\n")],
            "[step2][mechanism]", "is at least that, not exactly"),
+    # Issue 38's second read (2026-12-06). A copy of 1 MiB / piece_bytes pieces with no floor
+    # of 1: a piece over 1 MiB makes it 0, and the loop never ends (a 1.5 MiB piece now).
+    Mutant("chunk of 1 MiB / piece_bytes pieces, no max(1, ...): a piece over 1 MiB loops for ever",
+           [(PER_COPY, "  const std::size_t per_copy = (std::size_t{1} << 20) / batch.piece_bytes;\n")],
+           "[step2]", "never finished within", whole=True),
+    # pin_existing "touches every page" with a memset first: the program's data is gone.
+    Mutant("pin_existing touches every page with a memset first (wipes the program's data)",
+           [(REGISTER, "{\n  std::memset(p, 0, bytes);  // touch every page first\n"
+                       "  CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));\n}")],
+           "[step1][mechanism]", "no longer holds what the program wrote"),
+    # allocate_pinned as malloc + pin_existing, freed with cudaFreeHost, which refuses it.
+    Mutant("allocate_pinned = malloc + pin_existing, freed with cudaFreeHost (the free fails)",
+           [("#include <cstring>\n", "#include <cstdlib>\n#include <cstring>\n#include <new>\n"),
+            (ALLOC, "  p = std::malloc(bytes);\n  if (p == nullptr) throw std::bad_alloc();\n"
+                    "  pin_existing(p, bytes);\n  return p;")],
+           "[step1][mechanism]", "it failed"),
 ]
