@@ -384,6 +384,17 @@ TEST_CASE(
   check_no_local_memory(*f, v);
 }
 
+// Steps 5 and 6 keep step 4's warp tile, so its bar holds for them too (the tile at the
+// profile's 1024^3 is 128 x 128 in both): an A stage without its pad (step 5) or an A box
+// without its swizzle (step 6) puts a warp's 8 rows in one bank group, and only the speed
+// bars stood in front of that.
+TEST_CASE("step 5: sgemm_pipelined_kernel's warps load few shared words per FFMA (ncu: wavefronts per FFMA)",
+          "[ch09][step5][mechanism][profile]") {
+  check_wavefronts_per_ffma(variant("sgemm_pipelined"), kWarpTiledWavefrontsPerFfma,
+                            "the stages keep step 4's layout: A's rows padded, so that the rows a warp reads at one "
+                            "k fall in distinct bank groups");
+}
+
 TEST_CASE("step 5: sgemm_pipelined_kernel has no shared-memory race (racecheck)", "[ch09][step5][mechanism]") {
   const Variant& v = variant("sgemm_pipelined");
   CML_CHECK_SANITIZER("racecheck", std::string(v.name) + "@small",
@@ -409,6 +420,14 @@ TEST_CASE("step 5: sgemm_pipelined is no slower than step 4's sgemm_warp_tiled",
 CH09_CONTRACT_CASES("step 6", "[step6]", "sgemm_tma", "A or B",
                     "the tensor maps' dimensions are the matrix's rows and columns (not ld, not rounded up to the "
                     "box): the TMA unit zero-fills what lies outside them")
+
+TEST_CASE("step 6: sgemm_tma_kernel's warps load few shared words per FFMA (ncu: wavefronts per FFMA)",
+          "[ch09][step6][mechanism][profile]") {
+  check_wavefronts_per_ffma(variant("sgemm_tma"), kWarpTiledWavefrontsPerFfma,
+                            "the TMA unit writes A's box as the tensor map says: with no swizzle its 128-byte rows "
+                            "all start in the same bank group; swizzle the map (128 bytes) and read with the same "
+                            "permutation");
+}
 
 TEST_CASE("step 6: sgemm_tma_kernel fences its barrier inits for the asynchronous proxy (PTX)",
           "[ch09][step6][mechanism]") {

@@ -330,4 +330,14 @@ MUTANTS = [
     Mutant("the grouped order's last band clamped to kGroup rows, not to the rows left",
            [("  const int height = min(tiles_m - first, kGroup);\n", "  const int height = min(tiles_m, kGroup);\n")],
            "[step5][correctness]", "never written"),
+    # Step 5's A stage rows unpadded (pitch 16 floats): a warp's A fragment loads 4-way.
+    Mutant("step 5's A stage rows unpadded (pitch 16 floats: A's fragment loads 4-way)",
+           [("constexpr int kAPitch = T::kBK + 4;\n", "constexpr int kAPitch = T::kBK;\n")],
+           "[step5][mechanism][profile]", "shared-load wavefronts a warp FFMA"),
+    # Step 6's A box not swizzled, in the map and in the reads: 8 rows in one bank group.
+    Mutant("step 6's A box not swizzled (8 rows of 128 bytes in one bank group)",
+           [("    map_a = tensor_map(a.data, m, k, a.ld, T::kBlockM, T::kBK, CU_TENSOR_MAP_SWIZZLE_128B);\n",
+             "    map_a = tensor_map(a.data, m, k, a.ld, T::kBlockM, T::kBK, CU_TENSOR_MAP_SWIZZLE_NONE);\n"),
+            ("  const int swizzle = am % 8;\n", "  const int swizzle = 0;\n")],
+           "[step6][mechanism][profile]", "shared-load wavefronts a warp FFMA"),
 ]
