@@ -461,12 +461,25 @@ TEST_CASE(
   CML_REQUIRE_TRACING();
   ch01::PieceSet set(1000, 4093, 7);
   cml::Stream stream;
+  CUDA_CHECK(cudaMemsetAsync(set.device.data(), 0xEE, set.device.bytes(), stream));
+  stream.synchronize();
   const cml::test::Enqueued e =
       cml::test::watch_enqueue({stream.get()}, [&] { ch01::send_batched(set.batch, set.staging, stream); });
   CML_CHECK_ONLY_ENQUEUED(e, "send_batched",
                           "Enqueue everything on `stream` with asynchronous calls; the caller synchronises (step 2; "
                           "./lab hint 01)",
                           "(step 2)");
+  // The copies ran only after send_batched had returned: what they read from staging is what
+  // the host left there, so staging reused before its copy ran shows here, on any link.
+  stream.synchronize();
+  std::vector<std::byte> got(set.device.size());
+  CUDA_CHECK(cudaMemcpy(got.data(), set.device.data(), set.device.bytes(), cudaMemcpyDeviceToHost));
+  const auto r = cml::compare_exact(got.data(), set.want.data(), got.size());
+  INFO(r.describe() << " after the copies had waited behind other work on the stream: staging the CPU wrote again "
+                       "before the copy that reads it had run (a slot reused too early). Every staged byte stays "
+                       "untouched until its copy has run: give each copy its own part of staging (step 2; ./lab "
+                       "hint 01)");
+  CHECK(r.ok);
 }
 
 TEST_CASE("step 2: packing and a few copies beat one cudaMemcpy per piece", "[ch01][step2][perf]") {

@@ -19,6 +19,9 @@ PER_COPY = "  const std::size_t per_copy = std::max<std::size_t>(1, (std::size_t
 REGISTER = "{ CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); }"
 ALLOC = "  CUDA_CHECK(cudaMallocHost(&p, bytes));\n  return p;"
 
+POOLED = ("  pool.run(parts, [&](std::size_t p) {\n"
+          "    pack_and_send(batch, staging, stream, p * per_part, std::min(batch.count, (p + 1) * per_part));\n"
+          "  });\n")
 MUTANTS = [
     # Pinned, but write-combined: copies are as fast and as asynchronous, and every host read
     # of what came back goes around the CPU's caches. Only the allocation's flags show it.
@@ -184,4 +187,25 @@ MUTANTS = [
             (ALLOC, "  p = std::malloc(bytes);\n  if (p == nullptr) throw std::bad_alloc();\n"
                     "  pin_existing(p, bytes);\n  return p;")],
            "[step1][mechanism]", "it failed"),
+    # Two staging slots packed in turn, each reused before its copy has run (racy on a slow link;
+    # seen at once where the stream is held shut).
+    Mutant("two staging.host slots reused before their copies are done (ring without a wait)",
+           [(POOLED,
+             "  (void)per_part;\n  (void)&pack_and_send;  // the pooled path, unused\n"
+             "  // Two 1 MiB slots of staging.host in turn: the copy engine sends one while the CPU packs the other.\n"
+             "  const std::size_t per_copy = std::max<std::size_t>(1, (std::size_t{1} << 20) / batch.piece_bytes);\n"
+             "  std::size_t slot = 0;\n"
+             "  for (std::size_t begin = 0; begin < batch.count; begin += per_copy, slot ^= 1) {\n"
+             "    const std::size_t end = std::min(batch.count, begin + per_copy);\n"
+             "    std::byte* packed = staging.host + slot * per_copy * batch.piece_bytes;\n"
+             "    for (std::size_t i = begin; i < end; ++i)\n"
+             "      std::memcpy(packed + (i - begin) * batch.piece_bytes, batch.host_base + batch.host_offsets[i],\n"
+             "                  batch.piece_bytes);\n"
+             "    CUDA_CHECK(cudaMemcpyAsync(staging.device + begin * batch.piece_bytes, packed,\n"
+             "                               (end - begin) * batch.piece_bytes, cudaMemcpyHostToDevice, stream));\n"
+             "  }\n")],
+           "[step2][mechanism]", "a slot reused too early"),
+    # ch01 - P3. "Touch every page before locking it" (the tests' own Registered fixture does it,
+    # on a buffer it is about to overwrite): in pin_existing it wipes the program's data. No case
+    # looks at the buffer's bytes between pin_existing and the next write.
 ]
