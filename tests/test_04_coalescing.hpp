@@ -31,7 +31,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <random>
@@ -49,8 +48,8 @@ std::size_t one_pass_threads() { return static_cast<std::size_t>(ch04::grid_for(
 
 // The launcher watched with CUPTI: it must only enqueue (no call that waits for the GPU)
 // the named kernel, once, on the stream it is given, and nothing else (no cudaMemcpy, no
-// memset, no helper kernel, no work on another stream). "" when so. `ran`, when given, receives the name CUPTI recorded
-// for the kernel.
+// memset, no helper kernel, no work on another stream). "" when so. `ran`, when given,
+// receives the name CUPTI recorded for the kernel.
 std::string runs_only(const char* kernel, const std::function<void(cudaStream_t)>& launch,
                       std::string* ran_name = nullptr) {
   cml::Stream s;

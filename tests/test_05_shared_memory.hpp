@@ -265,6 +265,17 @@ const cml::ncu::KernelMetrics& kernel_in(const std::vector<cml::ncu::KernelMetri
   return measured.front();  // not reached: FAIL throws
 }
 
+// `fn` (the transpose `name`) over a rows x cols matrix of more than 2^31 floats, where the
+// GPU has room (tests/support/past_int_range.hpp): an offset computed in int wraps there.
+void check_transpose_past_int_range(void (*fn)(const float*, float*, int, int, cudaStream_t), const char* name,
+                                    int rows, int cols, const char* step) {
+  cml::test::check_past_int_range(
+      std::string(name) + " of " + std::to_string(rows) + " x " + std::to_string(cols) + " floats",
+      static_cast<std::size_t>(rows) * cols,
+      [&](const float* in, float* out, cudaStream_t s) { fn(in, out, rows, cols, s); }, [](float x) { return x; },
+      std::string(step) + "; ./lab hint 05");
+}
+
 // A tile transpose's point: its global loads and its stores both run along rows. A warp's 32
 // 4-byte accesses along a row touch 4 sectors (fewer at a ragged edge); down a column, 32.
 inline constexpr double kMostSectorsPerRequest = 8;
