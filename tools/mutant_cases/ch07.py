@@ -134,11 +134,6 @@ MUTANTS = [
     Mutant("no block barrier before the next tile's copy (sum_cg)",
            [("    // The next tile's copy overwrites words other threads may still be reading.\n    block.sync();\n", "")],
            "[step1][mechanism]", "racecheck found hazards in sum_cg_kernel"),
-    # Every thread initialises the barrier: the same value written 256 times before the block
-    # sync, the result always right; whether racecheck reports the writes is the question.
-    Mutant("every thread initialises the barrier (no thread_rank() == 0)",
-           [("  if (block.thread_rank() == 0) init(&bar, block.size());\n", "  init(&bar, block.size());\n")],
-           "[step2][mechanism]", "racecheck found hazards in sum_barrier_kernel"),
     # The stage from a 64-bit k % stages per tile: a subroutine call in the loop, results right.
     Mutant("the stage buffer from a 64-bit k % stages per tile",
            [("      copy_share<Fast>(stage_buf + fill * kTileWords, job.in + s.first, s.count, pipe);\n",
