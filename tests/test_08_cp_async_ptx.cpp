@@ -511,7 +511,9 @@ TEST_CASE(
   cml::test::check_reads_stop_at_end(ch08::sum_bulk, "sum_bulk", ch08::kMaxStages, plain_job,
                                      "the bulk copy moves the tile's bytes rounded down to 16, not a whole tile's "
                                      "4 KiB: the short last tile is shorter (tile_span), and its last 1-3 words go "
-                                     "another way (step 4; ./lab hint 08)");
+                                     "another way; unless a line 'wait_phase: ... gave up' came first: then a "
+                                     "phase never completed and the wait trapped, and the result case above says "
+                                     "why (step 4; ./lab hint 08)");
 }
 
 TEST_CASE("step 4: sum_bulk only enqueues one kernel on its stream", "[ch08][step4][mechanism]") {

@@ -214,10 +214,12 @@ std::string step4_advice(const Failure& f) {
            "armed again only after its phase completed — wait for the parity of this use of the barrier, "
            "(k / stages) & 1 (seen on the H100: a parity that never flips faults here, it does not hang)";
   if (f.stalled)
-    return "the phase a thread waited for never completed: it expects more bytes than its copies deliver (a bulk "
-           "copy delivers what it moves, a multiple of 16 bytes: the tile's bytes rounded down to 16 — the tail's "
-           "words are not among them), or more arrivals than are made (the count given to mbarrier_init), or nobody "
-           "arrived (arrive.expect_tx arrives; thread 0 calls it for every tile, even one with nothing to bulk-copy)";
+    return "the phase a thread waited for never completed: it waits for another use's parity (the k-th tile is its "
+           "barrier's (k / stages)-th use: wait for (k / stages) & 1), or it expects more bytes than its copies "
+           "deliver (a bulk copy delivers what it moves, a multiple of 16 bytes: the tile's bytes rounded down to 16 "
+           "— the tail's words are not among them), or more arrivals than are made (the count given to mbarrier_init), "
+           "or nobody arrived (arrive.expect_tx arrives; thread 0 calls it for every tile, even one with nothing "
+           "to bulk-copy)";
   if (f.ragged && f.round_passed)
     return "arrays ending on a 16-byte piece pass, ragged ones fail: bulk copies move a multiple of 16 bytes, so the "
            "array's last 1-3 words are not in the bulk copy — copy them another way (step 3's zero-filled cp.async, "
