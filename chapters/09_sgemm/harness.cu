@@ -43,7 +43,7 @@ const std::vector<Shape>& gemm_shapes() {
       gemm_shape(97, 131, 77, "ragged everywhere"),
       gemm_shape(1000, 40, 64, "tall and thin"),
       gemm_shape(40, 1000, 64, "short and wide"),
-      gemm_shape(1100, 72, 24, "9 tile rows of 128: a band of rows that is not whole"),
+      gemm_shape(1100, 300, 24, "9 tile rows of 128 and 2-3 tile columns: a band of rows that is not whole"),
       gemm_shape(70, 90, 1, "k = 1"),
       gemm_shape(1, 300, 129, "one row"),
       gemm_shape(300, 1, 129, "one column"),

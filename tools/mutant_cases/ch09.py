@@ -326,7 +326,7 @@ MUTANTS = [
              "    mbarrier_arrive(&empty[stage]);  // this thread has read the stage\n")],
            "[step6][mechanism]", "count one arrival per warp"),
     # The grouped order's last band clamped to kGroup rows, not to the rows left: wrong only
-    # with more than 8 tile rows, not a multiple of 8 (the 1100-row shape).
+    # with more than 8 tile rows, not a multiple of 8, and more than one tile column (1100 x 300).
     Mutant("the grouped order's last band clamped to kGroup rows, not to the rows left",
            [("  const int height = min(tiles_m - first, kGroup);\n", "  const int height = min(tiles_m, kGroup);\n")],
            "[step5][correctness]", "never written"),
