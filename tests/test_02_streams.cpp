@@ -24,8 +24,8 @@ namespace {
 // run) over the staged time: the solution's plan against the fastest taught mistakes
 // (8 streams x 32 chunks breadth-first, two streams), measured at the balanced point, where
 // the plan matters (copy-bound, two streams are as good as any plan). The fastest
-// mistake's best run on the H100 gave 0.77.
-constexpr double kPlanBar = 0.84;
+// mistake's best run on the H100 gave 0.77, the solution's slowest 0.825 (best of two).
+constexpr double kPlanBar = 0.80;
 // On a small problem (1 MiB), sequential time over staged time: a plan fitted to the big
 // workloads (8 x 32) issues 96 operations for tens of microseconds of work, and loses to
 // sequential; the solution's plan, derived from the phases, does not. That constant plan's
