@@ -22,6 +22,7 @@ struct Function {
   std::vector<std::string> opcodes;       // one per instruction, with modifiers: "LDG.E.128.CONSTANT"
   std::vector<std::string> instructions;  // the same, whole: "LDC.64 R12, c[0x3][R24+0x8]"
   Resources resources;                    // filled by dump(), not by parse()
+  std::vector<long long> offsets;         // each instruction's byte offset (/*0a40*/); empty: 16 apart
 };
 
 // Every function in cuobjdump -sass output, of every architecture the binary holds code
@@ -57,9 +58,23 @@ std::size_t count_containing(const Function& f, const std::string& text);
 // The first whole instruction that contains `text`, or "".
 std::string first_containing(const Function& f, const std::string& text);
 
-// What a SASS check's pattern counts: an opcode (letters, digits, '_' and '.') by count(),
-// anything else (operands) by count_containing().
+// Calls of a subroutine (a CALL whose target reaches a RET before any EXIT) made inside a
+// loop (between a backward branch and its target): where nvcc calls its routine for a
+// 64-bit division or remainder by a run-time value, once per trip. A call before the loop
+// (once per thread) does not count, and neither does the bare CALL ptxas uses as a loop
+// exit on sm_80 (its target ends in EXIT, not RET).
+std::size_t subroutine_calls_in_loops(const Function& f);
+
+// The pattern that counts subroutine_calls_in_loops() in a SASS check ('lacks': ...).
+inline constexpr const char* kCallInLoop = "subroutine call in a loop";
+
+// What a SASS check's pattern counts: kCallInLoop by subroutine_calls_in_loops(), an opcode
+// (letters, digits, '_' and '.') by count(), anything else (operands) by count_containing().
 std::size_t count_pattern(const Function& f, const std::string& pattern);
+
+// An instruction that count_pattern() counted ("" when none): the first CALL of a
+// subroutine in a loop for kCallInLoop, else the first that contains the pattern.
+std::string example_of(const Function& f, const std::string& pattern);
 
 // cuobjdump (which needs nvdisasm beside it or on PATH): PATH, $CUDA_HOME/bin,
 // /usr/local/cuda/bin, or the pip package nvidia-cuda-cuobjdump in the repository's .venv.

@@ -5,6 +5,7 @@
 #include "cml/tools.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cuda_runtime_api.h>
 #include <cxxabi.h>
 #include <fcntl.h>
@@ -44,7 +45,7 @@ std::vector<Function> parse(const std::string& text) {
   static const std::regex arch_line(R"(^\s*arch\s*=\s*sm_(\d+))");
   // "/*0080*/   @!P0 BRA 0xc0 ;" -> BRA; "/*0010*/   LDC.64 R6, c[0x0][0x218] ;" -> LDC.64 and
   // its operands
-  static const std::regex instruction(R"(^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*)([^;]*))");
+  static const std::regex instruction(R"(^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*)([^;]*))");
   std::vector<Function> out;
   std::istringstream in(text);
   std::string line;
@@ -54,12 +55,13 @@ std::vector<Function> parse(const std::string& text) {
     if (std::regex_search(line, m, arch_line)) {
       arch = std::stoi(m[1]);
     } else if (std::regex_search(line, m, function_line)) {
-      out.push_back(Function{m[1], demangle(m[1]), arch, {}, {}, {}});
+      out.push_back(Function{m[1], demangle(m[1]), arch, {}, {}, {}, {}});
     } else if (!out.empty() && std::regex_search(line, m, instruction)) {
-      std::string operands = m[2];
+      std::string operands = m[3];
       while (!operands.empty() && operands.back() == ' ') operands.pop_back();
-      out.back().opcodes.push_back(m[1]);
-      out.back().instructions.push_back(m[1].str() + operands);
+      out.back().offsets.push_back(std::stoll(m[1], nullptr, 16));
+      out.back().opcodes.push_back(m[2]);
+      out.back().instructions.push_back(m[2].str() + operands);
     }
   }
   return out;
@@ -143,8 +145,65 @@ std::string first_containing(const Function& f, const std::string& text) {
   return "";
 }
 
+namespace {
+long long offset_of(const Function& f, std::size_t i) {
+  return i < f.offsets.size() ? f.offsets[i] : static_cast<long long>(i) * 16;
+}
+
+bool opcode_is(const std::string& op, const char* name) {
+  const std::size_t n = std::strlen(name);
+  return op.compare(0, n, name) == 0 && (op.size() == n || op[n] == '.');
+}
+
+// The address a branch or call goes to ("BRA 0xd40", "CALL.REL.NOINC 0x3a50"), or -1.
+long long target_of(const std::string& instruction) {
+  const auto at = instruction.find(" 0x");
+  return at == std::string::npos ? -1 : std::stoll(instruction.substr(at + 1), nullptr, 16);
+}
+
+// Whether the code at `target` reaches a RET before an EXIT: a subroutine.
+bool is_subroutine(const Function& f, long long target) {
+  for (std::size_t j = 0; j < f.opcodes.size(); ++j) {
+    if (offset_of(f, j) < target) continue;
+    if (opcode_is(f.opcodes[j], "RET")) return true;
+    if (opcode_is(f.opcodes[j], "EXIT")) return false;
+  }
+  return false;
+}
+
+// The first CALL of a subroutine inside a loop: its index, or npos.
+std::size_t first_call_in_loop(const Function& f, std::size_t from) {
+  std::vector<std::pair<long long, long long>> loops;  // [target, branch] of each backward branch
+  for (std::size_t i = 0; i < f.opcodes.size(); ++i)
+    if (opcode_is(f.opcodes[i], "BRA"))
+      if (const long long t = target_of(f.instructions[i]); t >= 0 && t < offset_of(f, i))
+        loops.emplace_back(t, offset_of(f, i));
+  for (std::size_t i = from; i < f.opcodes.size(); ++i) {
+    if (!opcode_is(f.opcodes[i], "CALL")) continue;
+    const long long t = target_of(f.instructions[i]), at = offset_of(f, i);
+    if (t < 0 || !is_subroutine(f, t)) continue;
+    for (const auto& [begin, end] : loops)
+      if (begin <= at && at <= end) return i;
+  }
+  return std::string::npos;
+}
+}  // namespace
+
+std::size_t subroutine_calls_in_loops(const Function& f) {
+  std::size_t n = 0;
+  for (std::size_t i = first_call_in_loop(f, 0); i != std::string::npos; i = first_call_in_loop(f, i + 1)) ++n;
+  return n;
+}
+
 std::size_t count_pattern(const Function& f, const std::string& pattern) {
+  if (pattern == kCallInLoop) return subroutine_calls_in_loops(f);
   return is_opcode_pattern(pattern) ? count(f, pattern) : count_containing(f, pattern);
+}
+
+std::string example_of(const Function& f, const std::string& pattern) {
+  if (pattern != kCallInLoop) return first_containing(f, pattern);
+  const std::size_t i = first_call_in_loop(f, 0);
+  return i == std::string::npos ? std::string() : f.instructions[i];
 }
 
 std::string self_executable() {

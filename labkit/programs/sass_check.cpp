@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
       return cml::kExitWrong;
     }
     const std::size_t n = cml::sass::count_pattern(*f, pattern);
-    const std::string example = absent && n > 0 ? cml::sass::first_containing(*f, pattern) : "";
+    const std::string example = absent && n > 0 ? cml::sass::example_of(*f, pattern) : "";
     std::printf("%s%s: %zu %s instruction(s)%s%s\n", f->name.c_str(),
                 f->arch != 0 ? (" (sm_" + std::to_string(f->arch) + ")").c_str() : "", n, pattern.c_str(),
                 example.empty() ? "" : ", e.g. ", example.c_str());

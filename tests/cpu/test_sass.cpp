@@ -198,3 +198,54 @@ TEST_CASE("an mbarrier.init counts as fenced only with a proxy fence after it", 
   CHECK(cml::sass::mbarrier_init_fenced(entries[2]));        // the lighter fence.mbarrier_init
   CHECK(cml::sass::mbarrier_init_fenced(entries[3]));        // no barrier at all
 }
+
+namespace {
+// Three kernels, cut from nvcc 13.0's sm_90 and sm_80 code: a 64-bit k % stages in the tile
+// loop (its routine after EXIT, ending in RET), the same routine called once before the
+// loop, and sm_80's bare CALL out of a loop to code that ends in EXIT.
+const char* kCalls = R"SASS(
+		Function : in_loop
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*0020*/                   CALL.REL.NOINC 0x80 ;
+        /*0030*/              @!P0 BRA 0x10 ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   BRA 0x50;
+        /*0060*/                   NOP;
+        /*0070*/                   NOP;
+        /*0080*/                   IMAD R4, R4, R5, RZ ;
+        /*0090*/              @!P1 BRA 0x80 ;
+        /*00a0*/                   RET.REL.NODEC R20 0x0 ;
+		Function : before_loop
+        /*0000*/                   CALL.REL.NOINC 0x80 ;
+        /*0010*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*0020*/                   LDGSTS.E [R3], desc[UR4][R4.64] ;
+        /*0030*/              @!P0 BRA 0x10 ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   BRA 0x50;
+        /*0060*/                   NOP;
+        /*0070*/                   NOP;
+        /*0080*/                   IMAD R4, R4, R5, RZ ;
+        /*0090*/                   RET.REL.NODEC R20 0x0 ;
+		Function : loop_exit
+        /*0000*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*0010*/               @P0 CALL.REL.NOINC 0x40 ;
+        /*0020*/                   BRA 0x0 ;
+        /*0030*/                   NOP;
+        /*0040*/                   STG.E desc[UR4][R6.64], R4 ;
+        /*0050*/                   EXIT ;
+)SASS";
+}  // namespace
+
+TEST_CASE("a subroutine call counts only inside a loop, and only to code that returns", "[cpu][sass]") {
+  const auto fns = cml::sass::parse(kCalls);
+  REQUIRE(fns.size() == 3);
+  CHECK(fns[0].offsets.size() == fns[0].opcodes.size());
+  CHECK(fns[0].offsets[10] == 0xa0);
+  CHECK(cml::sass::subroutine_calls_in_loops(fns[0]) == 1);
+  CHECK(cml::sass::example_of(fns[0], cml::sass::kCallInLoop) == "CALL.REL.NOINC 0x80");
+  CHECK(cml::sass::count_pattern(fns[0], cml::sass::kCallInLoop) == 1);
+  CHECK(cml::sass::subroutine_calls_in_loops(fns[1]) == 0);  // once, before the loop
+  CHECK(cml::sass::example_of(fns[1], cml::sass::kCallInLoop).empty());
+  CHECK(cml::sass::subroutine_calls_in_loops(fns[2]) == 0);  // a way out of the loop, not a call
+}

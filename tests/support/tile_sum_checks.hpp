@@ -132,19 +132,19 @@ inline void check_tile_loop_barriers(const cml::sass::Function& f, const std::st
 }
 
 // A division or remainder by a value known only at run time (k % stages, 64-bit) compiles to
-// a subroutine of dozens of instructions, called every tile; the pipelined kernels keep their
-// stage in a counter that wraps, and have no subroutine. A subroutine is told by its RET:
-// ptxas also uses CALL alone as a branch out of a loop (sm_80), which returns nowhere.
+// a subroutine of dozens of instructions; in the tile loop it runs every tile. The pipelined
+// kernels keep their stage in a counter that wraps, and call no subroutine in a loop; one
+// called once before the loop (a block's tile count, say) costs little and is allowed.
 inline void check_no_runtime_division(const cml::sass::Function& f, const std::string& kernel,
                                       const std::string& where) {
-  const std::size_t subroutines = cml::sass::count(f, "RET");
-  INFO(kernel << " has " << subroutines << " subroutine(s) (RET, called by e.g. \""
-              << cml::sass::first_containing(f, "CALL")
+  const std::size_t calls = cml::sass::subroutine_calls_in_loops(f);
+  INFO(kernel << " calls a subroutine " << calls << " time(s) inside a loop (e.g. \""
+              << cml::sass::example_of(f, cml::sass::kCallInLoop)
               << "\"): a division or remainder by a run-time value (k % stages, say) is such a subroutine, dozens "
-                 "of instructions wherever it runs, and every tile in the tile loop — keep the stage in a counter "
-                 "that wraps to 0 at the stage count ("
+                 "of instructions, and in the tile loop it runs every tile — keep the stage in a counter that wraps "
+                 "to 0 at the stage count ("
               << where << ")");
-  CHECK(subroutines == 0);
+  CHECK(calls == 0);
 }
 
 // ---- The timed array ----------------------------------------------------------------------
