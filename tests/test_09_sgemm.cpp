@@ -459,6 +459,22 @@ TEST_CASE("step 6: sgemm_tma_kernel's barriers expect one arrival per warp, not 
   CHECK(most <= 32);
 }
 
+// One lane arriving for its warp is right only once the warp's lanes have met after their
+// reads of the stage: lanes are not in lockstep (Volta and later), and without the meeting the
+// arrival can free a stage a lane still reads. Today's GPUs rarely show it; the PTX does.
+// With every thread arriving the count case above fails first, and this one is not judged.
+TEST_CASE("step 6: sgemm_tma_kernel's lane arrives for its warp only after its warp's lanes met (PTX)",
+          "[ch09][step6][mechanism]") {
+  cml::test::device();
+  CML_KERNEL_PTX(e, "sgemm_tma_kernel");
+  if (largest_mbarrier_count(e->text) > 32) return;
+  INFO(
+      "sgemm_tma_kernel arrives on a barrier after a shared-memory load with no __syncwarp (bar.warp.sync) in "
+      "between: one lane's arrival speaks for its warp only after its warp's lanes met, all done reading the stage "
+      "(step 6; ./lab hint 09)");
+  CHECK(cml::sass::mbarrier_arrivals_after_sync(*e));
+}
+
 TEST_CASE("step 6: sgemm_tma_kernel loads its tiles by TMA and waits on mbarriers (SASS)", "[ch09][step6][mechanism]") {
   cml::test::device();
   const Variant& v = variant("sgemm_tma");

@@ -110,6 +110,12 @@ std::vector<PtxEntry> dump_ptx(const std::string& binary);
 // on that barrier. True for an entry with no mbarrier.init.
 bool mbarrier_init_fenced(const PtxEntry& entry);
 
+// Whether every plain mbarrier.arrive of `entry` (not an arrive.expect_tx) has a warp or block
+// barrier (bar.warp.sync, bar.sync, barrier.sync) between it and the shared-memory load before
+// it: where one lane arrives for its warp, the lanes must have met after their reads, or the
+// arrival can say the stage is free while a lane still reads it. True with no such arrival.
+bool mbarrier_arrivals_after_sync(const PtxEntry& entry);
+
 // The path of the running executable (/proc/self/exe resolved).
 std::string self_executable();
 

@@ -347,6 +347,22 @@ bool mbarrier_init_fenced(const PtxEntry& entry) {
          entry.text.find("fence.mbarrier_init", init) != std::string::npos;
 }
 
+bool mbarrier_arrivals_after_sync(const PtxEntry& entry) {
+  std::vector<std::string> lines;
+  std::istringstream in(entry.text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const auto has = [](const std::string& line, const char* text) { return line.find(text) != std::string::npos; };
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!has(lines[i], "mbarrier.arrive") || has(lines[i], "expect_tx")) continue;
+    for (std::size_t j = i; j-- > 0;) {
+      const std::string& l = lines[j];
+      if (has(l, "bar.warp.sync") || has(l, "bar.sync") || has(l, "barrier.sync")) break;
+      if (has(l, "ld.shared") || has(l, "ld.volatile.shared") || has(l, "ldmatrix")) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<PtxEntry> dump_ptx(const std::string& binary) {
   return parse_ptx(cached_cuobjdump(binary, "-ptx", "ptx", "PTX"));
 }

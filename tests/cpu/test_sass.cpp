@@ -249,3 +249,28 @@ TEST_CASE("a subroutine call counts only inside a loop, and only to code that re
   CHECK(cml::sass::example_of(fns[1], cml::sass::kCallInLoop).empty());
   CHECK(cml::sass::subroutine_calls_in_loops(fns[2]) == 0);  // a way out of the loop, not a call
 }
+
+TEST_CASE("one lane's mbarrier arrival counts as the warp's only after the lanes met past their reads", "[cpu][sass]") {
+  const auto entries = cml::sass::parse_ptx(
+      "arch = sm_90\n"
+      ".visible .entry _Z6synced(\n)\n{\n"
+      "ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r5];\n"
+      "fma.rn.f32 %f6, %f1, %f2, %f6;\n"
+      "bar.warp.sync -1;\n"
+      "@%p1 bra $L__BB0_2;\n"
+      "mbarrier.arrive.shared::cta.b64 _, [%r7];\n"
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], %r9;\n}\n"
+      ".visible .entry _Z8unsynced(\n)\n{\n"
+      "bar.warp.sync -1;\n"
+      "ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r5];\n"
+      "fma.rn.f32 %f6, %f1, %f2, %f6;\n"
+      "@%p1 bra $L__BB1_2;\n"
+      "mbarrier.arrive.shared::cta.b64 _, [%r7];\n}\n"
+      ".visible .entry _Z8producer(\n)\n{\n"
+      "ld.shared.u32 %r1, [%r2];\n"
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], %r9;\n}\n");
+  REQUIRE(entries.size() == 3);
+  CHECK(cml::sass::mbarrier_arrivals_after_sync(entries[0]));
+  CHECK_FALSE(cml::sass::mbarrier_arrivals_after_sync(entries[1]));  // a lane may still be reading
+  CHECK(cml::sass::mbarrier_arrivals_after_sync(entries[2]));        // expect_tx arms; it frees nothing
+}

@@ -325,6 +325,12 @@ MUTANTS = [
              "    if (lane == 0) mbarrier_arrive(&empty[stage]);  // ...and one arrival says so\n",
              "    mbarrier_arrive(&empty[stage]);  // this thread has read the stage\n")],
            "[step6][mechanism]", "count one arrival per warp"),
+    # Lane 0 arrives for its warp without the lanes meeting first: the results stay right on
+    # today's GPUs (the lanes run nearly together), the PTX memory model promises nothing.
+    Mutant("lane 0 arrives on the empty barrier before its warp's lanes met (no __syncwarp)",
+           [("    __syncwarp();                                   // every lane of this warp has read the stage...\n",
+             "")],
+           "[step6][mechanism]", "after its warp's lanes met"),
     # The grouped order's last band clamped to kGroup rows, not to the rows left: wrong only
     # with more than 8 tile rows, not a multiple of 8, and more than one tile column (1100 x 300).
     Mutant("the grouped order's last band clamped to kGroup rows, not to the rows left",
