@@ -323,6 +323,17 @@ TEST_CASE("step 3: a host function on the lane's stream signals each round, in o
     REQUIRE(elsewhere == 0);
   }
   {
+    const auto off = host_steps_off_thread(calls);
+    INFO("the host step of round(s) "
+         << rounds_text(off)
+         << " ran on another thread than the one run_lane was called on: the host function did the host step "
+            "itself, on the driver's thread, where host functions of independent streams may be serialized (the "
+            "runtime API's words) — one lane's host step may hold up every other lane's signal. Let the host "
+            "function only signal; call host_step(lane, r) on this thread once signal.wait_for(r) returns (step 3; "
+            "./lab hint 03)");
+    REQUIRE(off.empty());
+  }
+  {
     // Stream order: round r's host function runs after what was enqueued before it, so it
     // must come after round r's kernel, or it lets the host step begin while the kernel runs.
     const auto order = enqueued_for(calls, f.lane);
@@ -432,6 +443,7 @@ TEST_CASE("step 4: data moves by prefetch both ways on the lane's stream", "[ch0
                       "lane.stream: there they are not ordered with the lane's kernel and host function (step 4)");
     CHECK(elsewhere == 0);
   }
+  check_no_prefetch_under_host_step(calls, f.lane);  // what makes the host fault the pages back
   const ch03::Migration m = ch03::migrated(t);
   {
     INFO("host-to-device migrations: "
@@ -475,6 +487,7 @@ TEST_CASE(
   INFO("lane.stream ran, in order: " << order
                                      << " (G: a move of lane.data to the GPU, K: the round's kernel, C: a "
                                         "move back to the host, H: the host function that lets the host step begin)");
+  check_no_prefetch_under_host_step(calls, f.lane);
   std::size_t start = 0;
   for (int r = 0; r < rounds; ++r) {
     CAPTURE(r);

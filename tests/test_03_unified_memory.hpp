@@ -123,6 +123,76 @@ std::vector<Enqueued> enqueued_for(const cml::api::Calls& calls, const ch03::Lan
   return out;
 }
 
+// The host steps as host_step marked them among the recorded calls (provided.cu): each
+// one's round, whether it is the step's beginning or end, its thread, and its index in
+// calls.calls (the marks are in order with the calls).
+struct HostStepMark {
+  int round = 0;
+  bool begin = false;
+  std::thread::id thread;
+  std::size_t at = 0;
+};
+std::vector<HostStepMark> host_step_marks(const cml::api::Calls& calls) {
+  std::vector<HostStepMark> out;
+  for (std::size_t i = 0; i < calls.calls.size(); ++i) {
+    const auto& c = calls.calls[i];
+    if (c.name != cml::api::kMark) continue;
+    for (const bool begin : {true, false}) {
+      const std::string head = begin ? "host_step begin " : "host_step end ";
+      if (c.symbol.rfind(head, 0) == 0) out.push_back({std::stoi(c.symbol.substr(head.size())), begin, c.thread, i});
+    }
+  }
+  return out;
+}
+
+// The rounds whose host step ran on another thread than the one that launched the lane's
+// kernels (the thread run_lane was called on): the host step moved into the host function,
+// onto CUDA's own thread for host functions. None: empty.
+std::vector<int> host_steps_off_thread(const cml::api::Calls& calls) {
+  std::thread::id lane_thread;
+  for (const auto& c : calls.calls)
+    if (cml::test::base_name(c.name).rfind("cudaLaunchKernel", 0) == 0 &&
+        c.symbol.find("gpu_step") != std::string::npos) {
+      lane_thread = c.thread;
+      break;
+    }
+  std::vector<int> out;
+  for (const auto& m : host_step_marks(calls))
+    if (m.begin && m.thread != lane_thread) out.push_back(m.round);
+  return out;
+}
+
+// The first round r >= 1 whose move of lane.data to the GPU was enqueued before round
+// r - 1's host step had ended (while the host still read and wrote the data), or -1.
+int first_prefetch_under_host_step(const cml::api::Calls& calls, const ch03::Lane& lane) {
+  int ended = -1, to_gpu = 0;
+  const auto marks = host_step_marks(calls);
+  std::size_t next_mark = 0;
+  for (std::size_t i = 0; i < calls.calls.size(); ++i) {
+    while (next_mark < marks.size() && marks[next_mark].at < i) {
+      if (!marks[next_mark].begin) ended = std::max(ended, marks[next_mark].round);
+      ++next_mark;
+    }
+    const auto& c = calls.calls[i];
+    if (cml::test::base_name(c.name) != "cudaMemPrefetchAsync" || c.ptr != lane.data ||
+        c.location.type != cudaMemLocationTypeDevice)
+      continue;
+    if (to_gpu >= 1 && ended < to_gpu - 1) return to_gpu;
+    ++to_gpu;
+  }
+  return -1;
+}
+
+// Step 4: no round's move to the GPU enqueued while the previous round's host step ran.
+void check_no_prefetch_under_host_step(const cml::api::Calls& calls, const ch03::Lane& lane) {
+  const int early = first_prefetch_under_host_step(calls, lane);
+  INFO("round " << early << "'s move of lane.data to the GPU was enqueued before round " << early - 1
+                << "'s host step had ended: the pages move to the GPU while the host still reads and writes them, "
+                   "and fault back one by one. Enqueue the next round's move to the GPU after host_step returns "
+                   "(step 4; ./lab hint 03)");
+  CHECK(early < 0);
+}
+
 // The round `error` says was never signalled ("round 3 was never signalled ..."), or -1.
 int never_signalled_round(const std::string& error) {
   const std::string tail = " was never signalled";

@@ -3,6 +3,7 @@
 // not edit it.
 #include "unified_memory.cuh"
 
+#include "cml/api_trace.hpp"
 #include "cml/device.hpp"
 #include "cml/errors.hpp"
 
@@ -111,6 +112,9 @@ int RoundSignal::done() const {
 void launch_gpu_step(const Lane& lane, int round) { launch(lane, round); }
 
 void host_step(const Lane& lane, int round) {
+  // Its start and end go among the CUDA calls a recorder sees (the thread it ran on, and
+  // which calls came while it ran: the tests' business); nothing when none records.
+  cml::api::mark("host_step begin " + std::to_string(round));
   if (Progress* p = lane.progress) {
     // Read before the data is touched: was this round's kernel finished when the host began?
     const bool early = p->finished_round != nullptr && *p->finished_round < static_cast<unsigned>(round) + 1;
@@ -120,6 +124,7 @@ void host_step(const Lane& lane, int round) {
   }
   const unsigned key = static_cast<unsigned>(round + 1) * 0x9E3779B9u;
   for (std::size_t i = 0; i < lane.n; ++i) lane.data[i] ^= key;
+  cml::api::mark("host_step end " + std::to_string(round));
 }
 
 void reference_rounds(unsigned* data, std::size_t n, const unsigned* table, std::size_t table_n, int rounds) {

@@ -210,4 +210,24 @@ MUTANTS = [
            [(CONCURRENT, CONCURRENT + "  if (concurrent)\n    CUDA_CHECK(cudaMemAdvise(lane.data, lane.n * sizeof(unsigned), "
                                       "cudaMemAdviseSetReadMostly, on_device(lane.device)));\n")],
            "[step4][mechanism]", "data was advised read-mostly"),
+    # The host step done by the host function itself, on CUDA's thread for host functions:
+    # every result right, the signal its own; only the thread the host step ran on shows it.
+    Mutant("the host step run by the host function, on CUDA's callback thread",
+           [("}  // namespace\n",
+             "struct HostWork {\n  const Lane* lane;\n  int round;\n  RoundSignal* signal;\n};\n"
+             "void CUDART_CB host_step_then_signal(void* p) {\n  auto* w = static_cast<HostWork*>(p);\n"
+             "  host_step(*w->lane, w->round);\n  RoundSignal::on_gpu_done(w->signal);\n}\n}  // namespace\n"),
+            (WAIT, "    HostWork work{&lane, r, &signal};\n"
+                   "    CUDA_CHECK(cudaLaunchHostFunc(lane.stream, host_step_then_signal, &work));\n"
+                   "    signal.wait_for(r);\n"),
+            ("    host_step(lane, r);\n", "")],
+           "[step3][mechanism]", "did the host step itself"),
+    # The next round's move to the GPU enqueued as soon as the signal came, before this
+    # round's host step: stream order is the same, but the pages leave under the host's hands.
+    Mutant("the next round's move to the GPU enqueued before this round's host step",
+           [("    if (concurrent) prefetch_to_gpu(lane);\n    launch_gpu_step(lane, r);\n",
+             "    if (concurrent && r == 0) prefetch_to_gpu(lane);\n    launch_gpu_step(lane, r);\n"),
+            ("    host_step(lane, r);\n",
+             "    if (concurrent && r + 1 < rounds) prefetch_to_gpu(lane);\n    host_step(lane, r);\n")],
+           "[step4][mechanism]", "host step had ended"),
 ]
