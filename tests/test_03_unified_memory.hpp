@@ -163,9 +163,12 @@ std::vector<int> host_steps_off_thread(const cml::api::Calls& calls) {
 }
 
 // The first round r >= 1 whose move of lane.data to the GPU was enqueued before round
-// r - 1's host step had ended (while the host still read and wrote the data), or -1.
+// r - 1's host step had ended (while the host still read and wrote the data), or -1. Round r's
+// moves to the GPU are those made after round r - 1's host function and before round r's
+// kernel; one made between a kernel and its host function is another mistake, judged by the
+// other checks.
 int first_prefetch_under_host_step(const cml::api::Calls& calls, const ch03::Lane& lane) {
-  int ended = -1, to_gpu = 0;
+  int ended = -1, kernels = 0, host_funcs = 0;
   const auto marks = host_step_marks(calls);
   std::size_t next_mark = 0;
   for (std::size_t i = 0; i < calls.calls.size(); ++i) {
@@ -174,11 +177,12 @@ int first_prefetch_under_host_step(const cml::api::Calls& calls, const ch03::Lan
       ++next_mark;
     }
     const auto& c = calls.calls[i];
-    if (cml::test::base_name(c.name) != "cudaMemPrefetchAsync" || c.ptr != lane.data ||
-        c.location.type != cudaMemLocationTypeDevice)
-      continue;
-    if (to_gpu >= 1 && ended < to_gpu - 1) return to_gpu;
-    ++to_gpu;
+    const std::string name = cml::test::base_name(c.name);
+    if (name.rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find("gpu_step") != std::string::npos) ++kernels;
+    if (name == "cudaLaunchHostFunc" && c.stream == lane.stream) ++host_funcs;
+    if (name != "cudaMemPrefetchAsync" || c.ptr != lane.data || c.location.type != cudaMemLocationTypeDevice) continue;
+    const int round = kernels;  // the kernel this move goes before
+    if (round >= 1 && host_funcs == kernels && ended < round - 1) return round;
   }
   return -1;
 }

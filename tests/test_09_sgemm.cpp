@@ -461,7 +461,8 @@ TEST_CASE("step 6: sgemm_tma_kernel's barriers expect one arrival per warp, not 
 
 // One lane arriving for its warp is right only once the warp's lanes have met after their
 // reads of the stage: lanes are not in lockstep (Volta and later), and without the meeting the
-// arrival can free a stage a lane still reads. Today's GPUs rarely show it; the PTX does.
+// arrival can free a stage a lane still reads. The results are expected to stay right; the
+// PTX shows it.
 // With every thread arriving the count case above fails first, and this one is not judged.
 TEST_CASE("step 6: sgemm_tma_kernel's lane arrives for its warp only after its warp's lanes met (PTX)",
           "[ch09][step6][mechanism]") {

@@ -29,7 +29,7 @@
 
 namespace cml::api {
 
-// The name of a test's own entry (mark): Call::note holds its text.
+// The name of a test's own entry (mark): Call::symbol holds its text.
 inline constexpr const char* kMark = "cml::api::mark";
 
 struct Call {

@@ -5,8 +5,9 @@
 // (cml/sass.hpp keeps its text beside the binary).
 //
 //   sass_check BINARY KERNEL PATTERN [--absent] [--why TEXT] [--arch NN] [--step NN:K]
-//     PATTERN  an opcode or a dotted prefix of one (LDG.E.128, STL), or any other text to
-//              find in the whole instruction (an operand: c[0x3][R)
+//     PATTERN  an opcode or a dotted prefix of one (LDG.E.128, STL), 'subroutine call in a
+//              loop' (cml::sass::kCallInLoop), or any other text to find in the whole
+//              instruction (an operand: c[0x3][R)
 //     --why    what a failure means, printed with it
 //     --arch   the architecture whose code to check (90: sm_90), in a binary built for
 //              several; without it, the binary's only one
@@ -94,8 +95,10 @@ int main(int argc, char** argv) {
     }
     const std::size_t n = cml::sass::count_pattern(*f, pattern);
     const std::string example = absent && n > 0 ? cml::sass::example_of(*f, pattern) : "";
-    std::printf("%s%s: %zu %s instruction(s)%s%s\n", f->name.c_str(),
-                f->arch != 0 ? (" (sm_" + std::to_string(f->arch) + ")").c_str() : "", n, pattern.c_str(),
+    const std::string what =
+        pattern == cml::sass::kCallInLoop ? "subroutine call(s) in a loop" : pattern + " instruction(s)";
+    std::printf("%s%s: %zu %s%s%s\n", f->name.c_str(),
+                f->arch != 0 ? (" (sm_" + std::to_string(f->arch) + ")").c_str() : "", n, what.c_str(),
                 example.empty() ? "" : ", e.g. ", example.c_str());
     const bool ok = absent ? n == 0 : n > 0;
     if (!ok && !why.empty()) std::printf("%s\n", why.c_str());

@@ -325,8 +325,8 @@ MUTANTS = [
              "    if (lane == 0) mbarrier_arrive(&empty[stage]);  // ...and one arrival says so\n",
              "    mbarrier_arrive(&empty[stage]);  // this thread has read the stage\n")],
            "[step6][mechanism]", "count one arrival per warp"),
-    # Lane 0 arrives for its warp without the lanes meeting first: the results stay right on
-    # today's GPUs (the lanes run nearly together), the PTX memory model promises nothing.
+    # Lane 0 arrives for its warp without the lanes meeting first: the results are expected to
+    # stay right (the lanes run nearly together); the PTX memory model promises nothing.
     Mutant("lane 0 arrives on the empty barrier before its warp's lanes met (no __syncwarp)",
            [("    __syncwarp();                                   // every lane of this warp has read the stage...\n",
              "")],
