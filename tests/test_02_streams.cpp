@@ -24,7 +24,7 @@ namespace {
 // run) over the staged time: the solution's plan against the fastest taught mistakes
 // (8 streams x 32 chunks breadth-first, two streams), measured at the balanced point, where
 // the plan matters (copy-bound, two streams are as good as any plan). The fastest
-// mistake's best run on the H100 gave 0.77, the solution's slowest 0.825 (best of two).
+// mistake's best run on the H100 gave 0.77 (the solution's slowest: docs/02).
 constexpr double kPlanBar = 0.80;
 // On a small problem (1 MiB), sequential time over staged time: a plan fitted to the big
 // workloads (8 x 32) issues 96 operations for tens of microseconds of work, and loses to

@@ -108,14 +108,19 @@ struct Enqueued {
   cudaStream_t stream;
   const void* user;  // a host function's userData
 };
+// A launch of the provided launch_gpu_step's kernel.
+bool is_gpu_step_launch(const cml::api::Call& c) {
+  return cml::test::base_name(c.name).rfind("cudaLaunchKernel", 0) == 0 &&
+         c.symbol.find("gpu_step") != std::string::npos;
+}
+
 std::vector<Enqueued> enqueued_for(const cml::api::Calls& calls, const ch03::Lane& lane) {
   std::vector<Enqueued> out;
   for (const auto& c : calls.calls) {
     const std::string name = cml::test::base_name(c.name);
     if (name == "cudaMemPrefetchAsync" && c.ptr == lane.data)
       out.push_back({c.location.type == cudaMemLocationTypeDevice ? 'G' : 'C', c.stream, nullptr});
-    else if (name.rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find("gpu_step") != std::string::npos &&
-             c.stream == lane.stream)
+    else if (is_gpu_step_launch(c) && c.stream == lane.stream)
       out.push_back({'K', c.stream, nullptr});
     else if (name == "cudaLaunchHostFunc" && c.stream == lane.stream)
       out.push_back({'H', c.stream, c.ptr});
@@ -151,8 +156,7 @@ std::vector<HostStepMark> host_step_marks(const cml::api::Calls& calls) {
 std::vector<int> host_steps_off_thread(const cml::api::Calls& calls) {
   std::thread::id lane_thread;
   for (const auto& c : calls.calls)
-    if (cml::test::base_name(c.name).rfind("cudaLaunchKernel", 0) == 0 &&
-        c.symbol.find("gpu_step") != std::string::npos) {
+    if (is_gpu_step_launch(c)) {
       lane_thread = c.thread;
       break;
     }
@@ -178,7 +182,7 @@ int first_prefetch_under_host_step(const cml::api::Calls& calls, const ch03::Lan
     }
     const auto& c = calls.calls[i];
     const std::string name = cml::test::base_name(c.name);
-    if (name.rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find("gpu_step") != std::string::npos) ++kernels;
+    if (is_gpu_step_launch(c)) ++kernels;
     if (name == "cudaLaunchHostFunc" && c.stream == lane.stream) ++host_funcs;
     if (name != "cudaMemPrefetchAsync" || c.ptr != lane.data || c.location.type != cudaMemLocationTypeDevice) continue;
     const int round = kernels;  // the kernel this move goes before
@@ -316,7 +320,7 @@ struct ManyLanes {
     std::map<std::thread::id, std::size_t> out;
     for (const auto& c : calls.calls) {
       const std::string name = cml::test::base_name(c.name);
-      const bool kernel = name.rfind("cudaLaunchKernel", 0) == 0 && c.symbol.find("gpu_step") != std::string::npos;
+      const bool kernel = is_gpu_step_launch(c);
       for (std::size_t k = 0; k < lanes.size(); ++k)
         if (c.stream == lanes[k]->lane.stream &&
             (kernel || (name == "cudaStreamAttachMemAsync" && c.ptr == lanes[k]->lane.data)))

@@ -25,7 +25,7 @@ namespace {
 //   The 3-stage pipeline over its own 1-stage form: the overlap itself (no overlap: 1.0).
 constexpr double kStagesOverOne = 1.35;
 //   The pipeline over register staging: the middle of a whole tile's copies issued by the
-//   count-bounded loop (1.26, H100) and the solution on 40 SMs (1.38; docs/07, "Speed bars").
+//   count-bounded loop and the slowest correct pipeline (40 SMs; docs/07, "Speed bars").
 constexpr double kPipelineOverSync = 1.32;
 //   The 4-byte pipeline against the plain vectorised read-only kernel: one stage 0.51 on the
 //   H100, the faster GPU for it; the solution lowest on 40 of its SMs (CML_SM_LIMIT=40).

@@ -271,8 +271,8 @@ void check_wavefronts_per_ffma(const Variant& v, double bar, const char* advice)
 constexpr double kRegistersWavefrontsPerFfma = 0.5;
 // Step 4: under the plain layout (0.31), above the warp tile (0.19).
 constexpr double kWarpTiledWavefrontsPerFfma = 0.25;
-// Steps 5 and 6: under a stage whose A rows are unpadded (0.25, H100), above step 4's
-// layout kept in the stages (0.1875; TMA's swizzled box 0.1876).
+// Steps 5 and 6: between a stage whose A rows are unpadded and step 4's layout kept in the
+// stages (docs/09_sgemm.md, "Speed bars").
 constexpr double kStagedWavefrontsPerFfma = 0.22;
 
 TEST_CASE("step 3: sgemm_registers_kernel reuses each shared load across its micro-tile (ncu: wavefronts per FFMA)",

@@ -171,29 +171,26 @@ bool is_subroutine(const Function& f, long long target) {
   return false;
 }
 
-// The first CALL of a subroutine inside a loop: its index, or npos.
-std::size_t first_call_in_loop(const Function& f, std::size_t from) {
+// The indices of the CALLs of a subroutine made inside a loop, in order.
+std::vector<std::size_t> calls_in_loops(const Function& f) {
   std::vector<std::pair<long long, long long>> loops;  // [target, branch] of each backward branch
   for (std::size_t i = 0; i < f.opcodes.size(); ++i)
     if (opcode_is(f.opcodes[i], "BRA"))
       if (const long long t = target_of(f.instructions[i]); t >= 0 && t < offset_of(f, i))
         loops.emplace_back(t, offset_of(f, i));
-  for (std::size_t i = from; i < f.opcodes.size(); ++i) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < f.opcodes.size(); ++i) {
     if (!opcode_is(f.opcodes[i], "CALL")) continue;
     const long long t = target_of(f.instructions[i]), at = offset_of(f, i);
     if (t < 0 || !is_subroutine(f, t)) continue;
-    for (const auto& [begin, end] : loops)
-      if (begin <= at && at <= end) return i;
+    if (std::any_of(loops.begin(), loops.end(), [&](const auto& l) { return l.first <= at && at <= l.second; }))
+      out.push_back(i);
   }
-  return std::string::npos;
+  return out;
 }
 }  // namespace
 
-std::size_t subroutine_calls_in_loops(const Function& f) {
-  std::size_t n = 0;
-  for (std::size_t i = first_call_in_loop(f, 0); i != std::string::npos; i = first_call_in_loop(f, i + 1)) ++n;
-  return n;
-}
+std::size_t subroutine_calls_in_loops(const Function& f) { return calls_in_loops(f).size(); }
 
 std::size_t count_pattern(const Function& f, const std::string& pattern) {
   if (pattern == kCallInLoop) return subroutine_calls_in_loops(f);
@@ -202,8 +199,8 @@ std::size_t count_pattern(const Function& f, const std::string& pattern) {
 
 std::string example_of(const Function& f, const std::string& pattern) {
   if (pattern != kCallInLoop) return first_containing(f, pattern);
-  const std::size_t i = first_call_in_loop(f, 0);
-  return i == std::string::npos ? std::string() : f.instructions[i];
+  const auto calls = calls_in_loops(f);
+  return calls.empty() ? std::string() : f.instructions[calls.front()];
 }
 
 std::string self_executable() {

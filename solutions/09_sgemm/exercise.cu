@@ -84,9 +84,6 @@ using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 1, 2>;       // step 4
 using PipeTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 16, 4, 2>;      // step 5
 using TmaTiles = Tiles<128, 256, 256, 64, 64, 8, 16, 32, 4, 1>;      // step 6 (2 stages where 4 do not fit)
 using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 3, 2>;  // step 6 where TmaTiles fill < 1 wave
-#ifdef CH09_TILE_BY_WAVES  // a probe, not built by default: docs/09_sgemm.md, "Waves"
-using TmaMidTiles = Tiles<128, 192, 256, 64, 48, 8, 12, 32, 4, 1>;  // step 6 where it wastes fewer waves
-#endif
 
 // Which tile of C a block computes. In row order, the blocks resident at one time on a C
 // many tiles wide read a few row panels of A against all of B's column panels; here
@@ -834,12 +831,7 @@ void run_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
     map_a = tensor_map(a.data, m, k, a.ld, T::kBlockM, T::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
     map_b = tensor_map(b.data, k, n, b.ld, T::kBK, T::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
-#ifdef CH09_TILE_BY_WAVES
-  constexpr bool kMayNotFit = std::is_same_v<T, TmaTiles> || std::is_same_v<T, TmaMidTiles>;
-#else
-  constexpr bool kMayNotFit = std::is_same_v<T, TmaTiles>;
-#endif
-  if constexpr (kMayNotFit) {  // 4 stages (193 KiB) do not fit sm_120's 99 KiB
+  if constexpr (std::is_same_v<T, TmaTiles>) {  // 4 stages (193 KiB) do not fit sm_120's 99 KiB
     if (!tma_stages_fit<T>(T::kStages)) {
       launch_tma<T, tma::kFewStages>(map_a, map_b, c, k, stream);
       return;
@@ -848,19 +840,6 @@ void run_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   launch_tma<T, T::kStages>(map_a, map_b, c, k, stream);  // TmaSmallTiles' 3 stages (97 KiB) fit every sm_90+
 }
 
-#ifdef CH09_TILE_BY_WAVES
-// The probe's choice: the tile whose busiest SM has the least to do. Blocks spread evenly
-// over the SMs, so the busiest has ceil(tiles / SMs) of them, each a tile's work, at the
-// rate `efficiency` of the wide tile's per SM (the 128 x 128 tile at two an SM ran 0.93 of
-// it at 4096^3; the 128 x 192 tile's 0.97 is a guess the probe's runs are to replace).
-template <class T>
-double busiest_sm_work(int m, int n, int sms, double efficiency) {
-  const long long tiles = static_cast<long long>(ceil_div(m, T::kBlockM)) * ceil_div(n, T::kBlockN);
-  const long long busiest = (tiles + sms - 1) / sms;
-  return static_cast<double>(busiest) * T::kBlockM * T::kBlockN / efficiency;
-}
-#endif
-
 }  // namespace
 
 void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
@@ -868,25 +847,13 @@ void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   require_tma("sgemm_tma");
   const int m = c.rows, n = c.cols;
   if (m == 0 || n == 0) return;
-    // The wide tile where its tiles fill every SM at least once; below that (1280^3: 50 tiles
-    // for 132 SMs) the 128 x 128 tile, twice as many blocks at two an SM (docs/09_sgemm.md).
-#ifdef CH09_TILE_BY_WAVES
-  const int sms = cml::usable_sm_count();
-  const double wide = busiest_sm_work<TmaTiles>(m, n, sms, 1.0), mid = busiest_sm_work<TmaMidTiles>(m, n, sms, 0.97),
-               small = busiest_sm_work<TmaSmallTiles>(m, n, sms, 0.93);
-  if (wide <= mid && wide <= small)
-    run_tma<TmaTiles>(a, b, c, stream);
-  else if (mid <= small)
-    run_tma<TmaMidTiles>(a, b, c, stream);
-  else
-    run_tma<TmaSmallTiles>(a, b, c, stream);
-#else
+  // The wide tile where its tiles fill every SM at least once; below that (1280^3: 50 tiles
+  // for 132 SMs) the 128 x 128 tile, twice as many blocks at two an SM (docs/09_sgemm.md).
   const long long wide_tiles = static_cast<long long>(ceil_div(m, TmaTiles::kBlockM)) * ceil_div(n, TmaTiles::kBlockN);
   if (wide_tiles >= cml::usable_sm_count())
     run_tma<TmaTiles>(a, b, c, stream);
   else
     run_tma<TmaSmallTiles>(a, b, c, stream);
-#endif
   CUDA_CHECK_LAUNCH();
 }
 
