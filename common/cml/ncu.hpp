@@ -37,10 +37,17 @@ std::vector<KernelMetrics> parse_raw_csv(const std::string& text, const std::vec
 // The reason counters cannot be read, if ncu's output says so (ERR_NVGPUCTRPERM).
 std::optional<std::string> permission_problem(const std::string& text);
 
+// The reason, if ncu's output says another process held the GPU's profiling resources (a
+// second ncu, nsys, DCGM): not the profiled program's fault. Pure text.
+std::optional<std::string> busy_problem(const std::string& text);
+
 std::optional<std::string> find_ncu();
 
 // Runs `ncu` on `command` (program and arguments), profiling kernels whose name matches
 // `kernel_regex`, collecting `metrics`. `env` entries ("NAME=value") are set for the child.
+// One profile at a time on this machine: the GPU's counters serve one profiler, and tests
+// run in parallel (meson, mutants.py --jobs), so each run holds a lock file
+// (/tmp/cml-ncu.lock) and tries again while another tool holds the counters.
 Result profile(const std::vector<std::string>& command, const std::string& kernel_regex,
                const std::vector<std::string>& metrics, const std::vector<std::string>& env = {});
 

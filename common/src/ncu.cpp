@@ -3,10 +3,15 @@
 
 #include "cml/tools.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace cml::ncu {
@@ -98,6 +103,39 @@ std::string trouble_lines(const std::string& text, std::size_t limit) {
   return out.size() > limit ? out.substr(0, limit) + "..." : out;
 }
 
+std::optional<std::string> busy_problem(const std::string& text) {
+  if (text.find("driver resource was unavailable") == std::string::npos) return std::nullopt;
+  return std::string(
+      "another process held the GPU's profiling resources (a second ncu, nsys or DCGM): the counters could not "
+      "be read; run the test again once it is done");
+}
+
+namespace {
+// This machine's one profile at a time: an exclusive flock on a shared file, waited for at
+// most `patience` (then the run goes ahead, and busy_problem names what it meets).
+class ProfilerLock {
+ public:
+  explicit ProfilerLock(std::chrono::seconds patience) {
+    fd_ = open("/tmp/cml-ncu.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) return;
+    fchmod(fd_, 0666);  // another user's tests share it (umask may have narrowed the mode)
+    const auto until = std::chrono::steady_clock::now() + patience;
+    while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (std::chrono::steady_clock::now() > until) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~ProfilerLock() {
+    if (fd_ >= 0) close(fd_);  // closing the file releases the lock
+  }
+  ProfilerLock(const ProfilerLock&) = delete;
+  ProfilerLock& operator=(const ProfilerLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+}  // namespace
+
 std::optional<std::string> find_ncu() { return tools::find({"ncu"}, tools::search_dirs()); }
 
 Result profile(const std::vector<std::string>& command, const std::string& kernel_regex,
@@ -125,17 +163,28 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
          tools::quote(log_name);
   for (const auto& part : command) cmd += " " + tools::quote(part);
   cmd += " 2>&1";
-  const std::string console = tools::run(cmd).text;
-  std::ifstream f(log_name);
-  std::stringstream log;
-  log << f.rdbuf();
+  const ProfilerLock lock(std::chrono::seconds(45));  // under a test case's 60 s
+  std::string all, log_text;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+    const std::string console = tools::run(cmd).text;
+    std::ifstream f(log_name);
+    std::stringstream log;
+    log << f.rdbuf();
+    log_text = log.str();
+    all = log_text + console;
+    if (!busy_problem(all)) break;
+  }
   std::remove(log_name);
-  const std::string all = log.str() + console;
   if (const auto why = permission_problem(all)) {
     r.error = *why;
     return r;
   }
-  r.kernels = parse_raw_csv(log.str(), metrics);
+  if (const auto why = busy_problem(all)) {
+    r.error = *why;
+    return r;
+  }
+  r.kernels = parse_raw_csv(log_text, metrics);
   r.trouble = trouble_lines(all);
   if (r.kernels.empty()) {
     r.error = "ncu profiled no kernel matching '" + kernel_regex + "': " + all.substr(0, 400);

@@ -30,6 +30,16 @@ TEST_CASE("ncu's counter-permission error becomes a reason to skip", "[cpu][ncu]
   CHECK_FALSE(cml::ncu::permission_problem("==PROF== Disconnected"));
 }
 
+TEST_CASE("counters held by another profiler become a reason to skip, not the program's failure", "[cpu][ncu]") {
+  // ncu 2025.3's words when a second ncu (a parallel test, mutants.py --jobs) held the counters.
+  const auto why = cml::ncu::busy_problem(
+      "==ERROR== An error was reported by the driver:\n==ERROR== Profiling failed because a driver resource was "
+      "unavailable. Ensure that no other tool (like DCGM) is concurrently collecting profiling data.");
+  REQUIRE(why);
+  CHECK(why->find("profiling resources") != std::string::npos);  // the words CML_REQUIRE_NCU skips on
+  CHECK_FALSE(cml::ncu::busy_problem("==PROF== Disconnected"));
+}
+
 TEST_CASE("what went wrong in a profiled run is kept: ncu's errors and the target's failure", "[cpu][ncu]") {
   const std::string out =
       "==PROF== Connected to process 42\n"
