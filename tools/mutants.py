@@ -18,12 +18,17 @@ tests/runner/supervisor.hpp) and the other steps must still report. Needs a GPU.
     python3 tools/mutants.py 04 --only hang   # the mutants of chapter 04 whose name has "hang"
     python3 tools/mutants.py --list           # what there is, without building anything
     python3 tools/mutants.py --dry            # that every mutant still applies to its solution (no GPU, no build)
+    python3 tools/mutants.py --parse          # ...and gets through the CUDA front end (no GPU; a configured build/)
     python3 tools/mutants.py 08 --shard 2/3   # the 2nd, 5th, 8th... of chapter 08's (three copies share them)
     python3 tools/mutants.py --jobs 8         # every mutant, eight shards at once (build-mutants-1..8/)
     python3 tools/mutants.py 09 --only "wait_group 0" --measure "[.measure]"   # a mistake's side of a speed bar
 """
 import argparse
+import concurrent.futures
+import hashlib
+import json
 import os
+import shlex
 import re
 import shutil
 import subprocess
@@ -274,6 +279,91 @@ def dry_run(plan):
     return 1 if stale else 0
 
 
+def front_end_command(build, chapter):
+    """The learner build's command for chapter's exercise.cu (build/compile_commands.json),
+    made a front-end pass: `nvcc -cuda` parses host and device code and writes the host
+    translation, no PTX or SASS. Returns (arguments before the source, directory) or None."""
+    try:
+        entries = json.loads((build / "compile_commands.json").read_text())
+    except (OSError, ValueError):
+        return None
+    learner = f"chapters/{chapter}/exercise.cu"
+    for e in entries:
+        if e["file"].endswith(learner) and "learner" in e.get("output", e["command"]):
+            args, out, skip = [], [], 0
+            for a in shlex.split(e["command"]):
+                if skip:
+                    skip -= 1
+                elif a in ("-MD",):
+                    continue
+                elif a in ("-MT", "-MF", "-o"):
+                    skip = 1
+                elif a == "-c" or a.endswith(learner):
+                    continue
+                else:
+                    args.append(a)
+            return args + ["-I", str(ROOT / "chapters" / chapter), "-cuda"], e["directory"]
+    return None
+
+
+def parse_run(plan, build, jobs):
+    """--parse: every mutant's exercise.cu through the CUDA front end with the learner build's
+    flags (no GPU). A mutant whose edits break the syntax is reported on the GPU as "does not
+    compile", testing nothing; found here it costs seconds. compile_error mutants must fail,
+    with the words they expect where the front end prints them. Mutants already parsed with
+    the same text and command are remembered in build/mutants-parsed.txt."""
+    memo_path = build / "mutants-parsed.txt"
+    memo = set(memo_path.read_text().split()) if memo_path.exists() else set()
+    todo, bad = [], 0
+    for chapter, mutant in plan:
+        found = front_end_command(build, chapter)
+        if found is None:
+            print(f"no learner compile command for chapter {chapter[:2]} in {build}/compile_commands.json: "
+                  "configure the build first (./lab setup)")
+            return 77
+        text, missing = apply((ROOT / "solutions" / chapter / "exercise.cu").read_text(), mutant.edits)
+        if text is None:
+            print(f"ch{chapter[:2]} {mutant.name}: does not apply ({missing[:60]!r}): see --dry")
+            bad += 1
+            continue
+        key = hashlib.sha256((" ".join(found[0]) + "\0" + text).encode()).hexdigest()
+        if key not in memo:
+            todo.append((chapter, mutant, text, found, key))
+
+    def parse(item):
+        chapter, mutant, text, (args, directory), key = item
+        with tempfile.TemporaryDirectory(prefix="cml-parse-") as tmp:
+            src = Path(tmp) / "exercise.cu"
+            src.write_text(text)
+            r = subprocess.run(args + [str(src), "-o", str(Path(tmp) / "exercise.ii")], cwd=directory,
+                               capture_output=True, text=True)
+        return item, r.returncode, r.stdout + r.stderr
+
+    done = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for (chapter, mutant, _, _, key), rc, out in pool.map(parse, todo):
+            errors = [line for line in out.splitlines() if "error" in line]
+            if mutant.compile_error:
+                if rc == 0 or mutant.expect in out:
+                    done.append(key)  # a ptxas-level error shows only in the real build
+                else:
+                    bad += 1
+                    print(f"ch{chapter[:2]} {mutant.name}: fails to parse, but not with {mutant.expect!r}:")
+                    print("  " + "\n  ".join(errors[:4]))
+            elif rc != 0:
+                bad += 1
+                print(f"ch{chapter[:2]} {mutant.name}: does not compile, so it tests nothing:")
+                print("  " + "\n  ".join(errors[:4] or out.splitlines()[-4:]))
+            else:
+                done.append(key)
+    if done:
+        with open(memo_path, "a") as f:
+            f.write("".join(k + "\n" for k in done))
+    print(f"{len(plan) - bad} of {len(plan)} mutants get through the front end "
+          f"({len(todo)} parsed now, the rest remembered)")
+    return 1 if bad else 0
+
+
 def chapter_of(word):
     """The MUTANTS key a command-line word names ("4", "04", "04_coalescing"), or None."""
     for chapter in MUTANTS:
@@ -295,6 +385,11 @@ def parse_args(argv):
     p.add_argument("--list", action="store_true", help="list the mutants and exit; builds nothing")
     p.add_argument("--dry", action="store_true",
                    help="check that every mutant's edits still apply to its solution, and exit; builds nothing")
+    p.add_argument("--parse", action="store_true",
+                   help="check that every mutant applies and gets through the CUDA front end (nvcc -cuda, "
+                        "the learner build's flags from --build's compile_commands.json), and exit; no GPU")
+    p.add_argument("--build", default=str(ROOT / "build"), metavar="DIR",
+                   help="the configured build whose commands --parse uses (default: build/)")
     p.add_argument("--shard", metavar="K/N",
                    help="only every N-th mutant of the plan, from the K-th (1 <= K <= N): N copies of "
                         "the checkout, each with its own build-mutants/, share the work")
@@ -409,6 +504,8 @@ def main(argv):
         return 0   # a shard with nothing left to do
     if args.dry:
         return dry_run(plan)
+    if args.parse:
+        return parse_run(plan, Path(args.build), max(args.jobs, os.cpu_count() or 1))
     if args.list:
         for chapter, m in plan:
             kind = ("the build" if m.compile_error else

@@ -7,7 +7,6 @@ CHAPTER = "01_transfers"
 ALLOC = "  CUDA_CHECK(cudaMallocHost(&p, bytes));\n  return p;"
 FREE = "void free_pinned(void* p) { CUDA_CHECK(cudaFreeHost(p)); }"
 CSTDLIB = ("#include <cstring>\n", "#include <cstdlib>\n#include <cstring>\n")  # for the malloc/free mutants
-REGISTER = "  CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));\n"
 UNREGISTER = "void unpin_existing(void* p) { CUDA_CHECK(cudaHostUnregister(p)); }"
 PACKED_COPY = ("    CUDA_CHECK(cudaMemcpyAsync(staging.device + offset, staging.host + offset,\n"
                "                               (end - begin) * batch.piece_bytes, cudaMemcpyHostToDevice, stream));")
@@ -16,8 +15,7 @@ PREPARE = ("void prepare_for_device([[maybe_unused]] const ZeroCopy& buffer,\n"
            "                        [[maybe_unused]] cudaStream_t stream) {}")
 
 PER_COPY = "  const std::size_t per_copy = std::max<std::size_t>(1, (std::size_t{1} << 20) / batch.piece_bytes);\n"
-REGISTER = "{ CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); }"
-ALLOC = "  CUDA_CHECK(cudaMallocHost(&p, bytes));\n  return p;"
+REGISTER = "{ CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); }"  # pin_existing's body
 
 POOLED = ("  pool.run(parts, [&](std::size_t p) {\n"
           "    pack_and_send(batch, staging, stream, p * per_part, std::min(batch.count, (p + 1) * per_part));\n"
@@ -47,13 +45,13 @@ MUTANTS = [
            [CSTDLIB, (FREE, "void free_pinned(void* p) { std::free(p); }")],
            "[step1][mechanism]", "cudaFreeHost"),
     Mutant("pin_existing does nothing",
-           [(REGISTER, "  (void)p;\n  (void)bytes;\n")],
+           [(REGISTER, "{\n  (void)p;\n  (void)bytes;\n}")],
            "[step1][mechanism]", "after pin_existing the buffer is still pageable"),
     Mutant("pin_existing does nothing: the round trip waits",
-           [(REGISTER, "  (void)p;\n  (void)bytes;\n")],
+           [(REGISTER, "{\n  (void)p;\n  (void)bytes;\n}")],
            "[step1][correctness]", "the buffer is still pageable"),
     Mutant("pin_existing locks a quarter of the range (length in ints, not bytes)",
-           [(REGISTER, "  CUDA_CHECK(cudaHostRegister(p, bytes / 4, cudaHostRegisterDefault));\n")],
+           [(REGISTER, "{ CUDA_CHECK(cudaHostRegister(p, bytes / 4, cudaHostRegisterDefault)); }")],
            "[step1][mechanism]", "the end of the range is still pageable"),
     Mutant("unpin_existing does nothing",
            [(UNREGISTER, "void unpin_existing(void* p) { (void)p; }")],
@@ -136,8 +134,8 @@ MUTANTS = [
            "[step1][mechanism]", "one buffer handed out twice"),
     Mutant("pin_existing pins the first range only (std::call_once)",
            [("#include <cstring>\n", "#include <cstring>\n#include <mutex>\n"),
-            (REGISTER, "  static std::once_flag once;\n"
-                       "  std::call_once(once, [&] { CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); });\n")],
+            (REGISTER, "{\n  static std::once_flag once;\n"
+                       "  std::call_once(once, [&] { CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault)); });\n}")],
            "[step1][mechanism]", "pins the first range only"),
     Mutant("unpin_existing unregisters the first range it was given, every time",
            [(UNREGISTER, "void unpin_existing(void* p) {\n  static void* const first = p;\n"
