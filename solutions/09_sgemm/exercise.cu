@@ -83,7 +83,8 @@ using RegisterTiles = Tiles<128, 128, 256, 0, 0, 8, 8, 8, 1, 2>;     // step 3
 using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 1, 2>;       // step 4
 using PipeTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 16, 4, 2>;      // step 5
 using TmaTiles = Tiles<128, 256, 256, 64, 64, 8, 16, 32, 4, 1>;      // step 6 (2 stages where 4 do not fit)
-using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 3, 2>;  // step 6 where TmaTiles fill < 1 wave
+using TmaMidTiles = Tiles<128, 192, 256, 64, 48, 8, 12, 32, 4, 1>;   // step 6, as TmaTiles
+using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 3, 2>;  // step 6 on small problems
 
 // Which tile of C a block computes. In row order, the blocks resident at one time on a C
 // many tiles wide read a few row panels of A against all of B's column panels; here
@@ -831,13 +832,25 @@ void run_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
     map_a = tensor_map(a.data, m, k, a.ld, T::kBlockM, T::kBK, CU_TENSOR_MAP_SWIZZLE_128B);
     map_b = tensor_map(b.data, k, n, b.ld, T::kBK, T::kBlockN, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
-  if constexpr (std::is_same_v<T, TmaTiles>) {  // 4 stages (193 KiB) do not fit sm_120's 99 KiB
+  // 4 stages (193 KiB, 161 KiB) do not fit sm_120's 99 KiB a block
+  if constexpr (std::is_same_v<T, TmaTiles> || std::is_same_v<T, TmaMidTiles>) {
     if (!tma_stages_fit<T>(T::kStages)) {
       launch_tma<T, tma::kFewStages>(map_a, map_b, c, k, stream);
       return;
     }
   }
   launch_tma<T, T::kStages>(map_a, map_b, c, k, stream);  // TmaSmallTiles' 3 stages (97 KiB) fit every sm_90+
+}
+
+// The work of the busiest SM with tile T: blocks are dealt evenly over the SMs, so the
+// busiest runs ceil(tiles / SMs) of them, each a tile's area of C, at `rate`, what one SM
+// computes per unit of time with this tile, relative to the wide tile's. A tile that leaves
+// the last wave nearly empty loses here, however fast its blocks.
+template <class T>
+double busiest_sm_work(int m, int n, int sms, double rate) {
+  const long long tiles = static_cast<long long>(ceil_div(m, T::kBlockM)) * ceil_div(n, T::kBlockN);
+  const long long busiest = (tiles + sms - 1) / sms;
+  return static_cast<double>(busiest) * T::kBlockM * T::kBlockN / rate;
 }
 
 }  // namespace
@@ -847,11 +860,18 @@ void sgemm_tma(ConstView a, ConstView b, View c, cudaStream_t stream) {
   require_tma("sgemm_tma");
   const int m = c.rows, n = c.cols;
   if (m == 0 || n == 0) return;
-  // The wide tile where its tiles fill every SM at least once; below that (1280^3: 50 tiles
-  // for 132 SMs) the 128 x 128 tile, twice as many blocks at two an SM (docs/09_sgemm.md).
-  const long long wide_tiles = static_cast<long long>(ceil_div(m, TmaTiles::kBlockM)) * ceil_div(n, TmaTiles::kBlockN);
-  if (wide_tiles >= cml::usable_sm_count())
+  // The tile whose busiest SM has the least to do: one that leaves the last wave nearly
+  // empty loses, however fast its blocks (docs/09_sgemm.md, "Waves": which shape takes which
+  // tile). The rates per SM against the wide tile's: the small tile's measured at 4096^3, the
+  // middle one's an estimate that the shapes measured do not depend on.
+  const int sms = cml::usable_sm_count();
+  const double wide = busiest_sm_work<TmaTiles>(m, n, sms, 1.0);
+  const double mid = busiest_sm_work<TmaMidTiles>(m, n, sms, 0.97);
+  const double small = busiest_sm_work<TmaSmallTiles>(m, n, sms, 0.93);
+  if (wide <= mid && wide <= small)
     run_tma<TmaTiles>(a, b, c, stream);
+  else if (mid <= small)
+    run_tma<TmaMidTiles>(a, b, c, stream);
   else
     run_tma<TmaSmallTiles>(a, b, c, stream);
   CUDA_CHECK_LAUNCH();
