@@ -56,7 +56,9 @@ std::string step_text(int step) { return "step " + std::to_string(step) + "; ./l
 
 // Under a compute-sanitizer setup every access is checked, thousands of times slower: shapes
 // of more multiply-adds than this are left out there (and said so). Every edge, thin and
-// ragged shape of the lists stays; only the largest go (513 x 517 x 519, the Gram 300 and 513).
+// ragged shape of the lists stays; only the largest go (513 x 517 x 519, 1409 x 1409 x 133, the
+// Gram 300 and 513). So the sanitizers see step 6's 128 x 128 instance only: the solution's
+// rule gives these small shapes no other tile (docs/09_sgemm.md, "Waves").
 // Racecheck, the slowest tool, also leaves out 300 x 200 x 128, so that its whole setup stays
 // well inside 10 minutes (times in docs/09_sgemm.md): 1000 x 40 x 64 and 40 x 1000 x 64 keep
 // ragged edges over whole k-tiles.

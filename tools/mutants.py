@@ -319,6 +319,17 @@ def parse_run(plan, build, jobs):
     the same text and command are remembered in build/mutants-parsed.txt."""
     memo_path = build / "mutants-parsed.txt"
     memo = set(memo_path.read_text().split()) if memo_path.exists() else set()
+    try:
+        nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        print("nvcc not found: the mutants cannot be parsed here")
+        return 77
+    # What else a parse reads: the chapter's and common/'s headers, and the compiler.
+    around = hashlib.sha256(nvcc.encode())
+    for chapter in sorted({c for c, _ in plan}):
+        for path in sorted((ROOT / "chapters" / chapter).rglob("*")) + sorted((ROOT / "common" / "cml").rglob("*")):
+            if path.is_file() and path.name != "exercise.cu":
+                around.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     todo, bad = [], 0
     for chapter, mutant in plan:
         found = front_end_command(build, chapter)
@@ -331,7 +342,7 @@ def parse_run(plan, build, jobs):
             print(f"ch{chapter[:2]} {mutant.name}: does not apply ({missing[:60]!r}): see --dry")
             bad += 1
             continue
-        key = hashlib.sha256((" ".join(found[0]) + "\0" + text).encode()).hexdigest()
+        key = hashlib.sha256((around.hexdigest() + " ".join(found[0]) + "\0" + text).encode()).hexdigest()
         if key not in memo:
             todo.append((chapter, mutant, text, found, key))
 
@@ -349,8 +360,10 @@ def parse_run(plan, build, jobs):
         for (chapter, mutant, _, _, key), rc, out in pool.map(parse, todo):
             errors = [line for line in out.splitlines() if "error" in line]
             if mutant.compile_error:
+                # rc 0 passes too: a mistake ptxas stops (no front-end error) shows only in the
+                # real build, where mutants.py checks its words on the GPU machine.
                 if rc == 0 or mutant.expect in out:
-                    done.append(key)  # a ptxas-level error shows only in the real build
+                    done.append(key)
                 else:
                     bad += 1
                     print(f"ch{chapter[:2]} {mutant.name}: fails to parse, but not with {mutant.expect!r}:")
@@ -510,7 +523,7 @@ def main(argv):
     if args.dry:
         return dry_run(plan)
     if args.parse:
-        return parse_run(plan, Path(args.build), max(args.jobs, os.cpu_count() or 1))
+        return parse_run(plan, Path(args.build), args.jobs if args.jobs > 1 else os.cpu_count() or 1)
     if args.list:
         for chapter, m in plan:
             kind = ("the build" if m.compile_error else

@@ -44,7 +44,7 @@ const std::vector<Shape>& gemm_shapes() {
       gemm_shape(1000, 40, 64, "tall and thin"),
       gemm_shape(40, 1000, 64, "short and wide"),
       gemm_shape(1100, 300, 24, "9 tile rows of 128 and 2-3 tile columns: a band of rows that is not whole"),
-      gemm_shape(1500, 1530, 70, "ragged, about one wave of 128 x 192 tiles on 114 to 132 SMs"),
+      gemm_shape(1409, 1409, 133, "ragged, 96 tiles of 128 x 192 on 96 to 143 SMs, 5 k-tiles of 32: stages reused"),
       gemm_shape(70, 90, 1, "k = 1"),
       gemm_shape(1, 300, 129, "one row"),
       gemm_shape(300, 1, 129, "one column"),

@@ -3,6 +3,7 @@
 
 #include "cml/tools.hpp"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -112,19 +113,28 @@ std::optional<std::string> busy_problem(const std::string& text) {
 
 namespace {
 // This machine's one profile at a time: an exclusive flock on a shared file, waited for at
-// most `patience` (then the run goes ahead, and busy_problem names what it meets).
+// most `patience` (then the caller gives busy_problem's reason, and the case skips).
 class ProfilerLock {
  public:
   explicit ProfilerLock(std::chrono::seconds patience) {
-    fd_ = open("/tmp/cml-ncu.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) return;
+    fd_ = open(kPath, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    // Another user's file in a sticky /tmp may not be opened with O_CREAT
+    // (fs.protected_regular): open the one that is there.
+    if (fd_ < 0 && errno == EACCES) fd_ = open(kPath, O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) {
+      go_ahead_ = true;  // no file to share a lock through: profile unlocked
+      return;
+    }
     fchmod(fd_, 0666);  // another user's tests share it (umask may have narrowed the mode)
     const auto until = std::chrono::steady_clock::now() + patience;
     while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       if (std::chrono::steady_clock::now() > until) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    go_ahead_ = true;
   }
+  // Held, or no lock could exist; false: another profile held it all the time allowed.
+  bool go_ahead() const { return go_ahead_; }
   ~ProfilerLock() {
     if (fd_ >= 0) close(fd_);  // closing the file releases the lock
   }
@@ -132,8 +142,19 @@ class ProfilerLock {
   ProfilerLock& operator=(const ProfilerLock&) = delete;
 
  private:
+  static constexpr const char* kPath = "/tmp/cml-ncu.lock";
   int fd_ = -1;
+  bool go_ahead_ = false;
 };
+
+// The isolation runner's limit for one test case (CML_CASE_TIMEOUT, seconds; 60 unset):
+// waiting for the lock and trying again must end well inside it, or the watchdog would
+// report the kernel as never finished.
+double case_timeout_s() {
+  const char* text = std::getenv("CML_CASE_TIMEOUT");
+  const double s = text != nullptr ? std::atof(text) : 0.0;
+  return s > 0 ? s : 60.0;
+}
 }  // namespace
 
 std::optional<std::string> find_ncu() { return tools::find({"ncu"}, tools::search_dirs()); }
@@ -163,10 +184,22 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
          tools::quote(log_name);
   for (const auto& part : command) cmd += " " + tools::quote(part);
   cmd += " 2>&1";
-  const ProfilerLock lock(std::chrono::seconds(45));  // under a test case's 60 s
+  // A third of the case's time for the lock, and no new attempt past half of it.
+  const auto start = std::chrono::steady_clock::now();
+  const auto budget = std::chrono::duration<double>(case_timeout_s());
+  const ProfilerLock lock(std::chrono::duration_cast<std::chrono::seconds>(budget / 3));
+  if (!lock.go_ahead()) {
+    std::remove(log_name);
+    r.error = *busy_problem("driver resource was unavailable");  // another test's ncu, still running
+    return r;
+  }
   std::string all, log_text;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+    if (attempt > 0) {
+      if (std::chrono::steady_clock::now() - start > budget / 2) break;
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    std::ofstream(log_name, std::ios::trunc).close();  // this attempt's log only
     const std::string console = tools::run(cmd).text;
     std::ifstream f(log_name);
     std::stringstream log;
