@@ -104,11 +104,15 @@ std::string trouble_lines(const std::string& text, std::size_t limit) {
   return out.size() > limit ? out.substr(0, limit) + "..." : out;
 }
 
+namespace {
+constexpr const char* kBusyReason =
+    "another process held the GPU's profiling resources (a second ncu, nsys or DCGM): the counters could not "
+    "be read; run the test again once it is done";
+}  // namespace
+
 std::optional<std::string> busy_problem(const std::string& text) {
   if (text.find("driver resource was unavailable") == std::string::npos) return std::nullopt;
-  return std::string(
-      "another process held the GPU's profiling resources (a second ncu, nsys or DCGM): the counters could not "
-      "be read; run the test again once it is done");
+  return std::string(kBusyReason);
 }
 
 namespace {
@@ -190,7 +194,7 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
   const ProfilerLock lock(std::chrono::duration_cast<std::chrono::seconds>(budget / 3));
   if (!lock.go_ahead()) {
     std::remove(log_name);
-    r.error = *busy_problem("driver resource was unavailable");  // another test's ncu, still running
+    r.error = kBusyReason;  // another test's ncu, still running
     return r;
   }
   std::string all, log_text;

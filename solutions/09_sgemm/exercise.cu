@@ -83,7 +83,7 @@ using RegisterTiles = Tiles<128, 128, 256, 0, 0, 8, 8, 8, 1, 2>;     // step 3
 using WarpTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 8, 1, 2>;       // step 4
 using PipeTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 16, 4, 2>;      // step 5
 using TmaTiles = Tiles<128, 256, 256, 64, 64, 8, 16, 32, 4, 1>;      // step 6 (2 stages where 4 do not fit)
-using TmaMidTiles = Tiles<128, 192, 256, 64, 48, 8, 12, 32, 4, 1>;   // step 6, as TmaTiles
+using TmaMidTiles = Tiles<128, 192, 256, 64, 48, 8, 12, 32, 4, 1>;   // step 6 where wide tiles leave a wave empty
 using TmaSmallTiles = Tiles<128, 128, 256, 64, 32, 8, 8, 32, 3, 2>;  // step 6 on small problems
 
 // Which tile of C a block computes. In row order, the blocks resident at one time on a C
