@@ -328,7 +328,7 @@ def parse_run(plan, build, jobs):
     around = hashlib.sha256(nvcc.encode())
     for chapter in sorted({c for c, _ in plan}):
         for path in sorted((ROOT / "chapters" / chapter).rglob("*")) + sorted((ROOT / "common" / "cml").rglob("*")):
-            if path.is_file() and path.name != "exercise.cu":
+            if path.is_file() and path.suffix in (".cuh", ".hpp", ".h"):
                 around.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     todo, bad, commands = [], 0, {}
     for chapter, mutant in plan:

@@ -26,4 +26,11 @@ Output run(const std::string& shell_command);
 // A string quoted for the shell.
 std::string quote(const std::string& s);
 
+// "60" or "0.5": seconds above 0 as a person writes them; nothing otherwise ("5s", "inf").
+std::optional<double> parse_seconds(const std::string& text);
+
+// The seconds the test runner gives one isolated case: CML_CASE_TIMEOUT, 60 when unset,
+// nothing when it is not seconds above 0. A tool a case runs (ncu) must end inside it.
+std::optional<double> case_timeout_s();
+
 }  // namespace cml::tools

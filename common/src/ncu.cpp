@@ -150,15 +150,6 @@ class ProfilerLock {
   int fd_ = -1;
   bool go_ahead_ = false;
 };
-
-// The isolation runner's limit for one test case (CML_CASE_TIMEOUT, seconds; 60 unset):
-// waiting for the lock and trying again must end well inside it, or the watchdog would
-// report the kernel as never finished.
-double case_timeout_s() {
-  const char* text = std::getenv("CML_CASE_TIMEOUT");
-  const double s = text != nullptr ? std::atof(text) : 0.0;
-  return s > 0 ? s : 60.0;
-}
 }  // namespace
 
 std::optional<std::string> find_ncu() { return tools::find({"ncu"}, tools::search_dirs()); }
@@ -188,9 +179,10 @@ Result profile(const std::vector<std::string>& command, const std::string& kerne
          tools::quote(log_name);
   for (const auto& part : command) cmd += " " + tools::quote(part);
   cmd += " 2>&1";
-  // A third of the case's time for the lock, and no new attempt past half of it.
+  // A third of the case's time for the lock, and no new attempt past half of it: the
+  // runner's watchdog would otherwise report the kernel as never finished.
   const auto start = std::chrono::steady_clock::now();
-  const auto budget = std::chrono::duration<double>(case_timeout_s());
+  const auto budget = std::chrono::duration<double>(tools::case_timeout_s().value_or(60.0));
   const ProfilerLock lock(std::chrono::duration_cast<std::chrono::seconds>(budget / 3));
   if (!lock.go_ahead()) {
     std::remove(log_name);

@@ -2,6 +2,7 @@
 #include "cml/tools.hpp"
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +50,20 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+std::optional<double> parse_seconds(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0) return std::nullopt;
+  return v;
+}
+
+std::optional<double> case_timeout_s() {
+  const char* text = std::getenv("CML_CASE_TIMEOUT");
+  if (text == nullptr || *text == '\0') return 60.0;
+  return parse_seconds(text);
 }
 
 }  // namespace cml::tools

@@ -8,6 +8,8 @@
 #include "supervisor.hpp"
 #include "verdicts.hpp"
 
+#include "cml/tools.hpp"
+
 #include <csignal>
 #include <string>
 
@@ -55,6 +57,7 @@ TEST_CASE("sticky CUDA errors are recognised by name or by CUDA's words, the fir
 }
 
 TEST_CASE("CML_CASE_TIMEOUT takes positive seconds only", "[isolation]") {
+  using cml::tools::parse_seconds;
   CHECK(parse_seconds("60") == 60.0);
   CHECK(parse_seconds("0.5") == 0.5);
   for (const char* bad : {"", "0", "-3", "soon", "5s", "inf", "nan"}) CHECK_FALSE(parse_seconds(bad).has_value());

@@ -26,6 +26,7 @@
 #include "verdicts.hpp"
 
 #include "cml/exit_codes.hpp"
+#include "cml/tools.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -271,7 +272,7 @@ int main(int argc, char** argv) {
   }
   if (*isolate) {
     const std::string limit = environment("CML_CASE_TIMEOUT");
-    const auto timeout_s = limit.empty() ? std::optional<double>(60.0) : isolation::parse_seconds(limit);
+    const auto timeout_s = cml::tools::case_timeout_s();
     if (!timeout_s) {
       std::fprintf(stderr, "CML_CASE_TIMEOUT must be a number of seconds above 0, not '%s'\n", limit.c_str());
       return cml::kExitUsage;

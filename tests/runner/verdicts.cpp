@@ -6,7 +6,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 namespace cml::test::isolation {
@@ -135,14 +134,6 @@ std::string sticky_message(std::optional<int> step, const std::string& error, co
          ": it ends the CUDA context of its process, so the case ran alone and the other steps "
          "still ran; " +
          where + " (" + name + ")";
-}
-
-std::optional<double> parse_seconds(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0) return std::nullopt;
-  return v;
 }
 
 }  // namespace cml::test::isolation

@@ -39,9 +39,6 @@ std::optional<std::string> sticky_cuda_error(std::string_view text);
 // What that error means here and where to look.
 std::string sticky_message(std::optional<int> step, const std::string& error, const std::string& name);
 
-// CML_CASE_TIMEOUT's value in seconds (a positive number), or nothing when malformed.
-std::optional<double> parse_seconds(const std::string& text);
-
 // "60" or "2.5": seconds as a person writes them.
 std::string seconds_words(double seconds);
 
